@@ -1,0 +1,194 @@
+"""The IR: blocks with arguments, statements that are all calls, branches.
+
+Modelled on IRTools.jl.  A function's IR prints like this::
+
+    1: (%1, %2)
+      %3 = operator.gt(%2, 1)              # line 4
+      br 3 unless %3
+    2:
+      %4 = bar(%2)                         # line 5
+      return %4
+    3:
+      return %2
+
+Operands are `Var`s, `Global`s (a name resolved at run time in the function's
+globals, then builtins) or any other Python object, which is a constant.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Var:
+    """An SSA variable, printed ``%n``; unique within one IR."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: int):
+        self.id = id
+
+    def __repr__(self):
+        return f"%{self.id}"
+
+
+@dataclass(frozen=True)
+class Global:
+    """A name looked up at run time in the function's globals, then builtins."""
+
+    name: str
+
+    def __repr__(self):
+        return self.name
+
+
+class Stmt:
+    """``f(args..., k=v...)``: a call, the only kind of statement."""
+
+    __slots__ = ("fn", "args", "kw", "line")
+
+    def __init__(self, fn, args=(), kw=None, line=None):
+        self.fn = fn
+        self.args = tuple(args)
+        self.kw = dict(kw) if kw else {}
+        self.line = line
+
+    def operands(self):
+        yield self.fn
+        yield from self.args
+        yield from self.kw.values()
+
+    def map(self, f) -> "Stmt":
+        """The same call with every operand replaced by ``f(operand)``."""
+        return Stmt(f(self.fn), [f(a) for a in self.args],
+                    {k: f(v) for k, v in self.kw.items()}, self.line)
+
+    def __repr__(self):
+        parts = [fmt(a) for a in self.args] + [f"{k}={fmt(v)}" for k, v in self.kw.items()]
+        return f"{fmt(self.fn)}({', '.join(parts)})"
+
+
+class Branch:
+    """A block terminator.
+
+    kind ``br``: go to block ``target`` passing ``args``; with ``cond`` set the
+    branch is taken only when ``cond`` is false (IRTools' ``br 3 unless %c``) and
+    control otherwise falls to the next branch of the block.
+    kind ``return``: return ``args[0]``.  kind ``raise``: raise ``args[0]``.
+    """
+
+    __slots__ = ("kind", "target", "args", "cond", "line")
+
+    def __init__(self, kind, target=None, args=(), cond=None, line=None):
+        self.kind, self.target, self.args, self.cond, self.line = kind, target, list(args), cond, line
+
+    def operands(self):
+        yield from self.args
+        if self.cond is not None:
+            yield self.cond
+
+    def map(self, f) -> "Branch":
+        cond = None if self.cond is None else f(self.cond)
+        return Branch(self.kind, self.target, [f(a) for a in self.args], cond, self.line)
+
+    def __repr__(self):
+        if self.kind != "br":
+            return f"{self.kind} {', '.join(fmt(a) for a in self.args)}".rstrip()
+        s = f"br {self.target + 1}"
+        if self.args:
+            s += f" ({', '.join(fmt(a) for a in self.args)})"
+        if self.cond is not None:
+            s += f" unless {fmt(self.cond)}"
+        return s
+
+
+@dataclass
+class Block:
+    args: list = field(default_factory=list)
+    stmts: list = field(default_factory=list)  # [(Var, Stmt)]
+    branches: list = field(default_factory=list)
+
+    def successors(self):
+        return [b.target for b in self.branches if b.kind == "br"]
+
+
+@dataclass
+class Meta:
+    """Where an IR came from: enough to emit it back and to point errors at source."""
+
+    name: str = "f"
+    filename: str = "<ir>"
+    firstlineno: int = 1
+    argnames: tuple = ()
+    varargs: bool = False
+    varkw: bool = False
+    freevars: tuple = ()
+
+
+class IR:
+    """A function body: ``blocks[0]`` is the entry, its arguments the function's."""
+
+    def __init__(self, meta: Meta | None = None):
+        self.meta = meta or Meta()
+        self.blocks: list[Block] = [Block()]
+        self._nvars = 0
+        self._cfg = None
+
+    # -- construction ------------------------------------------------------
+    def var(self) -> Var:
+        self._nvars += 1
+        return Var(self._nvars)
+
+    def block(self) -> int:
+        """Append an empty block; return its index."""
+        self.blocks.append(Block())
+        self._cfg = None
+        return len(self.blocks) - 1
+
+    def argument(self, b: int = 0) -> Var:
+        """Add an argument to block ``b``.  ``1: (%1)`` → ``1: (%1, %2)``."""
+        v = self.var()
+        self.blocks[b].args.append(v)
+        return v
+
+    def push(self, b: int, stmt: Stmt) -> Var:
+        """Append ``stmt`` to block ``b``.  ``1: …`` → ``1: … %n = f(…)``."""
+        v = self.var()
+        self.blocks[b].stmts.append((v, stmt))
+        return v
+
+    def branch(self, b: int, br: Branch):
+        self.blocks[b].branches.append(br)
+        self._cfg = None
+
+    # -- queries -----------------------------------------------------------
+    @property
+    def cfg(self):
+        """Predecessors and dominators, computed once per shape of the IR."""
+        if self._cfg is None:
+            from .cfg import CFG
+            self._cfg = CFG(self)
+        return self._cfg
+
+    def statements(self):
+        for bi, blk in enumerate(self.blocks):
+            for v, st in blk.stmts:
+                yield bi, v, st
+
+    def __repr__(self):
+        from .printer import show
+        return show(self)
+
+
+def fmt(x: Any) -> str:
+    """How an operand prints: variables and globals by name, callables by qualified name."""
+    if isinstance(x, (Var, Global)):
+        return repr(x)
+    mod = getattr(x, "__module__", None)
+    name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
+    if callable(x) and name:
+        if mod in (None, "builtins"):
+            return name
+        mod = mod.lstrip("_")
+        return f"{mod.split('.')[-1] if mod.startswith('bytegrad') else mod}.{name}"
+    return repr(x)

@@ -1,0 +1,441 @@
+"""Lift a function's bytecode into SSA IR.
+
+The decoded instruction stream is cut into basic blocks; each block is
+interpreted once on a symbolic stack.  Locals and stack slots that live across
+blocks become block arguments (every block first takes one per local, then
+`simplify` removes the trivial and the dead ones — Braun et al.'s construction,
+done after the fact).  ``for`` loops become the `ops.iterate` protocol::
+
+    def f(xs):               1: (%1, %2)
+        s = 0.0                %3 = iter(%2)
+        for x in xs:           br 2 (0.0, %3)
+            s += x           2: (%4, %5)
+        return s               %6 = ops.iterate(%2, %5)
+                               %7 = operator.is_not(%6, None)
+                               br 4 unless %7
+                             3:
+                               %8 = operator.getitem(%6, 0)
+                               %9 = operator.getitem(%6, 1)
+                               %10 = operator.iadd(%4, %8)
+                               br 2 (%10, %9)
+                             4:
+                               return %4
+"""
+from __future__ import annotations
+
+import operator
+from types import FunctionType
+
+from bytecode import Label
+
+from . import ops
+from .decode import decode
+from .errors import UnsupportedError
+from .ir import IR, Branch, Global, Meta, Stmt, Var
+from .simplify import simplify
+
+
+class _Null:
+    def __repr__(self):
+        return "NULL"
+
+
+NULL = _Null()
+
+
+class _Iter:
+    """An iterator on the symbolic stack: the container and the iterator state."""
+
+    __slots__ = ("xs", "it")
+
+    def __init__(self, xs, it):
+        self.xs, self.it = xs, it
+
+
+_TERMINATORS = {"JUMP", "RETURN_VALUE", "RAISE_VARARGS"}
+_CONDITIONAL = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
+                "POP_JUMP_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER"}
+
+_BUILD = {"BUILD_TUPLE": ops.build_tuple, "BUILD_LIST": ops.build_list,
+          "BUILD_SET": ops.build_set, "BUILD_STRING": ops.build_string}
+_IN_PLACE = {"LIST_APPEND": ops.list_append, "SET_ADD": ops.set_add,
+             "LIST_EXTEND": ops.list_extend, "SET_UPDATE": ops.set_update,
+             "DICT_UPDATE": ops.dict_update, "DICT_MERGE": ops.dict_merge}
+
+
+def meta_of(code) -> Meta:
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    varargs = bool(code.co_flags & 0x04)
+    varkw = bool(code.co_flags & 0x08)
+    names = code.co_varnames[:nargs + varargs + varkw]
+    return Meta(code.co_name, code.co_filename, code.co_firstlineno, names, varargs, varkw,
+                code.co_freevars)
+
+
+def _split(stream):
+    """Basic blocks (lists of ops) and the block each label starts."""
+    bbs, labels = [[]], {}
+    for op in stream:
+        if isinstance(op, Label):
+            if bbs[-1]:
+                bbs.append([])
+            labels[op] = len(bbs) - 1
+            continue
+        bbs[-1].append(op)
+        if op.name in _TERMINATORS or op.name in _CONDITIONAL:
+            bbs.append([])
+    if not bbs[-1]:
+        bbs.pop()
+    return bbs, labels
+
+
+class _Lifter:
+    def __init__(self, code):
+        self.code = code
+        self.ir = IR(meta_of(code))
+        self.bbs, self.labels = _split(decode(code))
+        self.names = list(code.co_varnames) + [f"cell:{n}" for n in code.co_cellvars + code.co_freevars]
+        self.shape = {}       # bb → shapes of its entry stack
+        self.irb = {}         # bb → IR block
+        self.for_body = set() # bbs that start right after a FOR_ITER
+        self.work = []
+
+    # -- edges ---------------------------------------------------------------
+    def _target(self, bb, stack):
+        if bb not in self.irb:
+            self.irb[bb] = self.ir.block()
+            self.shape[bb] = ["null" if s is NULL else "iter" if isinstance(s, _Iter) else "val"
+                              for s in stack]
+            self.work.append(bb)
+        return self.irb[bb]
+
+    def _edge(self, bb, stack, env, cond=None, line=None):
+        target = self._target(bb, stack)
+        flat = []
+        for s in stack:
+            if isinstance(s, _Iter):
+                flat += [s.xs, s.it]
+            elif s is not NULL:
+                flat.append(s)
+        args = flat + [env.get(n, ops.UNDEF) for n in self.names]
+        self.ir.branch(self.cur, Branch("br", target, args, cond, line))
+
+    def _entry_state(self, bb):
+        b = self.irb[bb]
+        stack = []
+        for kind in self.shape[bb]:
+            if kind == "null":
+                stack.append(NULL)
+            elif kind == "iter":
+                stack.append(_Iter(self.ir.argument(b), self.ir.argument(b)))
+            else:
+                stack.append(self.ir.argument(b))
+        env = {n: self.ir.argument(b) for n in self.names}
+        return stack, env
+
+    # -- driver --------------------------------------------------------------
+    def run(self) -> IR:
+        ir, m = self.ir, self.ir.meta
+        self.self_ = ir.argument(0)
+        env = {n: ir.argument(0) for n in m.argnames}
+        self.cur = 0
+        self._edge(0, [], env)
+        while self.work:
+            bb = self.work.pop()
+            self.cur = self.irb[bb]
+            stack, env = self._entry_state(bb)
+            if bb in self.for_body:
+                self.line = self.bbs[bb][0].line if self.bbs[bb] else None
+                self._start_body(stack)
+            self._block(bb, stack, env)
+        return simplify(ir)
+
+    def _start_body(self, stack):
+        r = stack.pop()
+        value = self.emit(operator.getitem, r, 0)
+        stack[-1] = _Iter(stack[-1].xs, self.emit(operator.getitem, r, 1))
+        stack.append(value)
+
+    def emit(self, fn, *args, line=None, **kw):
+        args = [a.it if isinstance(a, _Iter) else a for a in args]
+        return self.ir.push(self.cur, Stmt(fn, args, kw, line if line is not None else self.line))
+
+    def fail(self, what):
+        raise UnsupportedError(what, self.code.co_filename, self.line, self.code.co_name)
+
+    def _block(self, bb, stack, env):
+        self.kwnames = ()
+        ops_ = self.bbs[bb]
+        for op in ops_:
+            self.line, self.op_name = op.line, op.name
+            handler = getattr(self, "op_" + op.name, None)
+            if handler is None:
+                self.fail(f"bytecode {op.name}")
+            if handler(op.arg, stack, env, bb) == "end":
+                return
+        self._edge(bb + 1, stack, env, line=self.line if ops_ else None)
+
+    # -- values --------------------------------------------------------------
+    def op_PUSH_NULL(self, arg, stack, env, bb):
+        stack.append(NULL)
+
+    def op_LOAD_CONST(self, arg, stack, env, bb):
+        stack.append(arg)
+
+    def op_LOAD_FAST(self, arg, stack, env, bb):
+        v = env.get(arg, ops.UNDEF)
+        stack.append(self.emit(ops.unbound_local, arg) if v is ops.UNDEF else v)
+
+    def op_STORE_FAST(self, arg, stack, env, bb):
+        env[arg] = stack.pop()
+
+    def op_DELETE_FAST(self, arg, stack, env, bb):
+        env[arg] = ops.UNDEF
+
+    def op_LOAD_GLOBAL(self, arg, stack, env, bb):
+        stack.append(Global(arg))
+
+    def op_STORE_GLOBAL(self, arg, stack, env, bb):
+        self.emit(ops.store_global, arg, stack.pop())
+
+    def op_DELETE_GLOBAL(self, arg, stack, env, bb):
+        self.emit(ops.delete_global, arg)
+
+    def op_LOAD_ATTR(self, arg, stack, env, bb):
+        stack.append(self.emit(getattr, stack.pop(), arg))
+
+    def op_LOAD_METHOD(self, arg, stack, env, bb):
+        obj = stack.pop()
+        stack += [NULL, self.emit(getattr, obj, arg)]
+
+    def op_STORE_ATTR(self, arg, stack, env, bb):
+        obj, value = stack.pop(), stack.pop()
+        self.emit(setattr, obj, arg, value)
+
+    def op_DELETE_ATTR(self, arg, stack, env, bb):
+        self.emit(delattr, stack.pop(), arg)
+
+    def op_OPERATOR(self, arg, stack, env, bb):
+        fn, n = arg
+        args = stack[-n:]
+        del stack[-n:]
+        stack.append(self.emit(fn, *args))
+
+    def op_IS_OP(self, arg, stack, env, bb):
+        b, a = stack.pop(), stack.pop()
+        stack.append(self.emit(operator.is_not if arg else operator.is_, a, b))
+
+    def op_CONTAINS_OP(self, arg, stack, env, bb):
+        container, item = stack.pop(), stack.pop()
+        stack.append(self.emit(ops.not_contains if arg else operator.contains, container, item))
+
+    def op_BINARY_SUBSCR(self, arg, stack, env, bb):
+        k, x = stack.pop(), stack.pop()
+        stack.append(self.emit(operator.getitem, x, k))
+
+    def op_STORE_SUBSCR(self, arg, stack, env, bb):
+        k, c, v = stack.pop(), stack.pop(), stack.pop()
+        self.emit(operator.setitem, c, k, v)
+
+    def op_DELETE_SUBSCR(self, arg, stack, env, bb):
+        k, c = stack.pop(), stack.pop()
+        self.emit(operator.delitem, c, k)
+
+    def _popn(self, stack, n):
+        xs = stack[len(stack) - n:]
+        del stack[len(stack) - n:]
+        return xs
+
+    def op_BUILD_TUPLE(self, arg, stack, env, bb):
+        stack.append(self.emit(_BUILD[self.op_name], *self._popn(stack, arg)))
+
+    def op_BUILD_MAP(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.build_dict, *self._popn(stack, 2 * arg)))
+
+    def op_BUILD_CONST_KEY_MAP(self, arg, stack, env, bb):
+        keys = stack.pop()
+        values = self._popn(stack, arg)
+        kv = [x for pair in zip(keys, values) for x in pair]
+        stack.append(self.emit(ops.build_dict, *kv))
+
+    def op_BUILD_SLICE(self, arg, stack, env, bb):
+        stack.append(self.emit(slice, *self._popn(stack, arg)))
+
+    def op_LIST_TO_TUPLE(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.list_to_tuple, stack.pop()))
+
+    def op_LIST_APPEND(self, arg, stack, env, bb):
+        v = stack.pop()
+        stack[-arg] = self.emit(_IN_PLACE[self.op_name], stack[-arg], v)
+
+    def op_MAP_ADD(self, arg, stack, env, bb):
+        v, k = stack.pop(), stack.pop()
+        stack[-arg] = self.emit(ops.map_add, stack[-arg], k, v)
+
+    def op_UNPACK_SEQUENCE(self, arg, stack, env, bb):
+        t = self.emit(ops.unpack, stack.pop(), arg)
+        stack += [self.emit(operator.getitem, t, i) for i in range(arg)][::-1]
+
+    def op_UNPACK_EX(self, arg, stack, env, bb):
+        before, after = arg
+        t = self.emit(ops.unpack_ex, stack.pop(), before, after)
+        stack += [self.emit(operator.getitem, t, i) for i in range(before + 1 + after)][::-1]
+
+    def op_POP_TOP(self, arg, stack, env, bb):
+        stack.pop()
+
+    def op_COPY(self, arg, stack, env, bb):
+        stack.append(stack[-arg])
+
+    def op_SWAP(self, arg, stack, env, bb):
+        stack[-1], stack[-arg] = stack[-arg], stack[-1]
+
+    def op_FORMAT_VALUE(self, arg, stack, env, bb):
+        conv, has_spec = arg
+        spec = stack.pop() if has_spec else ""
+        stack.append(self.emit(ops.format_value, stack.pop(), conv, spec))
+
+    def op_LOAD_ASSERTION_ERROR(self, arg, stack, env, bb):
+        stack.append(AssertionError)
+
+    def op_IMPORT_NAME(self, arg, stack, env, bb):
+        fromlist, level = stack.pop(), stack.pop()
+        stack.append(self.emit(ops.import_name, arg, fromlist, level))
+
+    def op_IMPORT_FROM(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.import_from, stack[-1], arg))
+
+    # -- calls and functions -------------------------------------------------
+    def op_KW_NAMES(self, arg, stack, env, bb):
+        self.kwnames = arg
+
+    def op_CALL(self, arg, stack, env, bb):
+        args = self._popn(stack, arg)
+        fn, below = stack.pop(), stack.pop()
+        if below is not NULL:
+            fn, args = below, [fn] + args
+        nk = len(self.kwnames)
+        pos, kw = args[:len(args) - nk], dict(zip(self.kwnames, args[len(args) - nk:]))
+        self.kwnames = ()
+        stack.append(self.emit(fn, *pos, **kw))
+
+    def op_CALL_FUNCTION_EX(self, arg, stack, env, bb):
+        kw = stack.pop() if arg & 1 else None
+        args, fn = stack.pop(), stack.pop()
+        if stack and stack[-1] is NULL:
+            stack.pop()
+        stack.append(self.emit(ops.apply, fn, args, kw))
+
+    def op_MAKE_FUNCTION(self, arg, stack, env, bb):
+        code = stack.pop()
+        closure = stack.pop() if arg & 8 else None
+        if arg & 4:
+            stack.pop()  # annotations do not change what the function computes
+        kwdefaults = stack.pop() if arg & 2 else None
+        defaults = stack.pop() if arg & 1 else None
+        stack.append(self.emit(ops.make_function, code, closure, defaults, kwdefaults))
+
+    def op_MAKE_CELL(self, arg, stack, env, bb):
+        v = env.get(arg, ops.UNDEF)
+        env[f"cell:{arg}"] = self.emit(ops.make_cell) if v is ops.UNDEF else self.emit(ops.make_cell, v)
+
+    def op_COPY_FREE_VARS(self, arg, stack, env, bb):
+        for i, name in enumerate(self.code.co_freevars):
+            env[f"cell:{name}"] = self.emit(ops.closure_cell, self.self_, i)
+
+    def op_LOAD_CLOSURE(self, arg, stack, env, bb):
+        stack.append(env[f"cell:{arg}"])
+
+    def op_LOAD_DEREF(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.cell_get, env[f"cell:{arg}"], arg))
+
+    def op_STORE_DEREF(self, arg, stack, env, bb):
+        self.emit(ops.cell_set, env[f"cell:{arg}"], stack.pop())
+
+    # -- control flow --------------------------------------------------------
+    def op_JUMP(self, arg, stack, env, bb):
+        self._edge(self.labels[arg], stack, env, line=self.line)
+        return "end"
+
+    def _cond(self, cond, when_false, when_true, stack_false, stack_true, env):
+        """Go to ``when_false`` if ``cond`` is false, else to ``when_true``."""
+        self._edge(when_false, stack_false, env, cond, self.line)
+        self._edge(when_true, stack_true, env, line=self.line)
+        return "end"
+
+    def op_POP_JUMP_IF_FALSE(self, arg, stack, env, bb):
+        c = stack.pop()
+        return self._cond(c, self.labels[arg], bb + 1, stack, stack, env)
+
+    def op_POP_JUMP_IF_TRUE(self, arg, stack, env, bb):
+        c = stack.pop()
+        return self._cond(c, bb + 1, self.labels[arg], stack, stack, env)
+
+    def op_POP_JUMP_IF_NONE(self, arg, stack, env, bb):
+        c = self.emit(operator.is_not, stack.pop(), None)
+        return self._cond(c, self.labels[arg], bb + 1, stack, stack, env)
+
+    def op_POP_JUMP_IF_NOT_NONE(self, arg, stack, env, bb):
+        c = self.emit(operator.is_, stack.pop(), None)
+        return self._cond(c, self.labels[arg], bb + 1, stack, stack, env)
+
+    def op_JUMP_IF_FALSE_OR_POP(self, arg, stack, env, bb):
+        return self._cond(stack[-1], self.labels[arg], bb + 1, stack, stack[:-1], env)
+
+    def op_JUMP_IF_TRUE_OR_POP(self, arg, stack, env, bb):
+        return self._cond(stack[-1], bb + 1, self.labels[arg], stack[:-1], stack, env)
+
+    def op_GET_ITER(self, arg, stack, env, bb):
+        xs = stack.pop()
+        stack.append(_Iter(xs, self.emit(iter, xs)))
+
+    def op_FOR_ITER(self, arg, stack, env, bb):
+        if not isinstance(stack[-1], _Iter):  # a comprehension's argument is the iterator
+            stack[-1] = _Iter(stack[-1], stack[-1])
+        slot = stack[-1]
+        r = self.emit(ops.iterate, slot.xs, slot.it)
+        c = self.emit(operator.is_not, r, None)
+        self._edge(self.labels[arg], stack[:-1], env, c, self.line)
+        self._edge(bb + 1, stack + [r], env, line=self.line)
+        self.for_body.add(bb + 1)
+        return "end"
+
+    def op_RETURN_VALUE(self, arg, stack, env, bb):
+        self.ir.branch(self.cur, Branch("return", args=[stack.pop()], line=self.line))
+        return "end"
+
+    def op_RAISE_VARARGS(self, arg, stack, env, bb):
+        if arg == 0:
+            self.fail("bare raise")
+        exc = stack.pop() if arg == 1 else self.emit(ops.raise_from, *reversed([stack.pop(), stack.pop()]))
+        self.ir.branch(self.cur, Branch("raise", args=[exc], line=self.line))
+        return "end"
+
+
+# opcodes that share a handler with a sibling
+for _name in ("BUILD_LIST", "BUILD_SET", "BUILD_STRING"):
+    setattr(_Lifter, f"op_{_name}", _Lifter.op_BUILD_TUPLE)
+for _name in ("SET_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE"):
+    setattr(_Lifter, f"op_{_name}", _Lifter.op_LIST_APPEND)
+
+
+def code_of(f):
+    """The code object of a function, method, or callable object's ``__call__``."""
+    if hasattr(f, "__code__"):
+        return f.__code__
+    if hasattr(f, "__func__"):
+        return f.__func__.__code__
+    raise TypeError(f"{f!r} has no Python bytecode to lift")
+
+
+def lift(f) -> IR:
+    """The IR of ``f`` (a function or a code object).
+
+    The entry block's arguments are the function itself, then its parameters::
+
+        def f(x): return x * x      1: (%1, %2)
+                                      %3 = operator.mul(%2, %2)
+                                      return %3
+    """
+    code = f if hasattr(f, "co_code") else code_of(f)
+    return _Lifter(code).run()

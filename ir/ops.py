@@ -1,0 +1,197 @@
+"""The callables bytecode operations are normalised into.
+
+Where the `operator` module or a builtin already names an operation
+(`operator.add`, `operator.getitem`, `getattr`, `slice`, `iter`) the lifter uses
+it; the operations below have no such name.  Each is an ordinary function, so a
+statement ``%3 = ops.build_tuple(%1, %2)`` can be called, differentiated (by a
+rule keyed on the function) and emitted back to its native instruction.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+
+class _Undef:
+    """The value of a local read before assignment on some path."""
+
+    def __repr__(self):
+        return "UNDEF"
+
+
+UNDEF = _Undef()
+
+
+def build_tuple(*xs):
+    return xs
+
+
+def build_list(*xs):
+    return list(xs)
+
+
+def build_set(*xs):
+    return set(xs)
+
+
+def build_dict(*kv):
+    return dict(zip(kv[::2], kv[1::2]))
+
+
+def build_string(*parts):
+    return "".join(parts)
+
+
+_CONVERSIONS = (None, str, repr, ascii)
+
+
+def format_value(x, conversion=0, spec=""):
+    """``f"{x!r:>3}"`` → ``format_value(x, 2, ">3")``."""
+    if conversion:
+        x = _CONVERSIONS[conversion](x)
+    return format(x, spec)
+
+
+def iterate(xs, state):
+    """One step of the iteration protocol: ``(value, state)``, or None at the end.
+
+    ``state`` is the iterator ``iter(xs)`` returned; passing ``xs`` along lets a
+    rule see which container the value comes from.
+    """
+    for v in state:
+        return (v, state)
+    return None
+
+
+def unpack(seq, n):
+    """``a, b = seq``: the items of ``seq`` as a tuple, which must have length ``n``."""
+    t = tuple(seq)
+    if len(t) != n:
+        if len(t) > n:
+            raise ValueError(f"too many values to unpack (expected {n})")
+        raise ValueError(f"not enough values to unpack (expected {n}, got {len(t)})")
+    return t
+
+
+def unpack_ex(seq, before, after):
+    """``a, *b, c = seq`` → ``(a, [b...], c)``."""
+    t = tuple(seq)
+    if len(t) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(t)})")
+    return t[:before] + (list(t[before:len(t) - after]),) + t[len(t) - after:]
+
+
+def apply(f, args, kwargs=None):
+    """``f(*args, **kwargs)``."""
+    return f(*args, **kwargs) if kwargs else f(*args)
+
+
+def list_append(xs, x):
+    """``LIST_APPEND`` of a comprehension: append and pass the list on."""
+    xs.append(x)
+    return xs
+
+
+def list_extend(xs, ys):
+    xs.extend(ys)
+    return xs
+
+
+def set_add(s, x):
+    s.add(x)
+    return s
+
+
+def set_update(s, ys):
+    s.update(ys)
+    return s
+
+
+def map_add(d, k, v):
+    d[k] = v
+    return d
+
+
+def dict_update(d, m):
+    d.update(m)
+    return d
+
+
+def dict_merge(d, m):
+    """``f(**a, **b)``: like update, but a repeated key is an error."""
+    for k in m:
+        if k in d:
+            raise TypeError(f"got multiple values for keyword argument '{k}'")
+    d.update(m)
+    return d
+
+
+def list_to_tuple(xs):
+    return tuple(xs)
+
+
+def raise_from(exc, cause):
+    """``raise exc from cause``: the exception to raise."""
+    if isinstance(exc, type):
+        exc = exc()
+    exc.__cause__ = cause
+    return exc
+
+
+def make_function(code, closure=None, defaults=None, kwdefaults=None):
+    """``MAKE_FUNCTION``: a function of ``code`` in the caller's globals."""
+    g = sys._getframe(1).f_globals
+    fn = types.FunctionType(code, g, code.co_name, defaults, closure)
+    fn.__qualname__ = code.co_qualname
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    return fn
+
+
+def make_cell(value=UNDEF):
+    return types.CellType() if value is UNDEF else types.CellType(value)
+
+
+def cell_get(cell, name="?"):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        raise NameError(f"cannot access free variable '{name}' where it is not associated "
+                        f"with a value in enclosing scope") from None
+
+
+def cell_set(cell, value):
+    cell.cell_contents = value
+
+
+def closure_cell(fn, i):
+    """Cell ``i`` of a function's closure (``COPY_FREE_VARS``)."""
+    return fn.__closure__[i]
+
+
+def store_global(name, value):
+    sys._getframe(1).f_globals[name] = value
+
+
+def delete_global(name):
+    del sys._getframe(1).f_globals[name]
+
+
+def import_name(name, fromlist, level):
+    f = sys._getframe(1)
+    return __import__(name, f.f_globals, None, fromlist, level)
+
+
+def import_from(module, name):
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ImportError(f"cannot import name '{name}' from '{module.__name__}'") from None
+
+
+def not_contains(container, item):
+    return item not in container
+
+
+def unbound_local(name):
+    raise UnboundLocalError(f"local variable '{name}' referenced before assignment")
