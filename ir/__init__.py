@@ -1,6 +1,7 @@
 """The IR: data model, lifter (bytecode → IR), emitter (IR → code), printer."""
 from .errors import UnsupportedError
-from .ir import IR, Block, Branch, Global, Meta, Stmt, Var
+from .ir import IR, Block, Branch, Global, Meta, Slot, Stmt, Var
+from . import ops
 from .lift import lift
 from .emit import emit, function
 from .printer import show, dot

@@ -16,7 +16,7 @@ from bytecode import Bytecode, Compare, Instr, Label
 
 from . import ops
 from .decode import BINARY_OPS, COMPARE_OPS, UNARY_OPS
-from .ir import Global, Var
+from .ir import Global, Slot, Var
 
 _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
 _COMPARE = {f: Compare(i) for i, f in enumerate(COMPARE_OPS)}
@@ -49,7 +49,7 @@ class _Emitter:
         self.out.append(Instr(name, lineno=line) if arg is _NOARG else Instr(name, arg, lineno=line))
 
     def load(self, x, line):
-        if isinstance(x, Var):
+        if isinstance(x, (Var, Slot)):
             self.i("LOAD_FAST", repr(x), line)
         elif isinstance(x, Global):
             self.i("LOAD_GLOBAL", (False, x.name), line)
@@ -63,7 +63,9 @@ class _Emitter:
     def stmt(self, v, st):
         line, fn, args = st.line, st.fn, st.args
         native = not st.kw and not isinstance(fn, (Var, Global)) and _hashable(fn)
-        if native and fn in _BINARY and len(args) == 2:
+        if native and fn is ops.identity:
+            self.load(args[0], line)
+        elif native and fn in _BINARY and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_OP", _BINARY[fn], line)
         elif native and fn in _COMPARE and len(args) == 2:
@@ -114,13 +116,13 @@ class _Emitter:
         self.i("CALL", n, line)
 
     def store(self, v, line):
-        if v in self.used:
+        if v in self.used or isinstance(v, Slot):
             self.i("STORE_FAST", repr(v), line)
         else:
             self.i("POP_TOP", line=line)
 
     def none(self, v, line):
-        if v in self.used:
+        if v in self.used or isinstance(v, Slot):
             self.load(None, line)
             self.i("STORE_FAST", repr(v), line)
 

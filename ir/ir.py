@@ -32,6 +32,22 @@ class Var:
         return f"%{self.id}"
 
 
+class Slot:
+    """A mutable local, printed ``@name``: assigned any number of times.
+
+    Only the adjoint pass makes slots (one gradient accumulator per primal
+    variable); SSA rules do not apply to them.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"@{self.name}"
+
+
 @dataclass(frozen=True)
 class Global:
     """A name looked up at run time in the function's globals, then builtins."""
@@ -151,9 +167,12 @@ class IR:
         self.blocks[b].args.append(v)
         return v
 
-    def push(self, b: int, stmt: Stmt) -> Var:
-        """Append ``stmt`` to block ``b``.  ``1: …`` → ``1: … %n = f(…)``."""
-        v = self.var()
+    def push(self, b: int, stmt: Stmt, dest=None):
+        """Append ``stmt`` to block ``b``.  ``1: …`` → ``1: … %n = f(…)``.
+
+        ``dest`` may be a `Slot` to assign instead of a new variable.
+        """
+        v = self.var() if dest is None else dest
         self.blocks[b].stmts.append((v, stmt))
         return v
 
@@ -182,7 +201,7 @@ class IR:
 
 def fmt(x: Any) -> str:
     """How an operand prints: variables and globals by name, callables by qualified name."""
-    if isinstance(x, (Var, Global)):
+    if isinstance(x, (Var, Global, Slot)):
         return repr(x)
     mod = getattr(x, "__module__", None)
     name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
@@ -192,3 +211,24 @@ def fmt(x: Any) -> str:
         mod = mod.lstrip("_")
         return f"{mod.split('.')[-1] if mod.startswith('bytegrad') else mod}.{name}"
     return repr(x)
+
+
+def copy(ir: IR) -> IR:
+    """A structurally independent copy with fresh variables (same numbers)."""
+    new = IR(ir.meta)
+    new.blocks = []
+    env = {}
+
+    def v(x):
+        if isinstance(x, Var):
+            if x not in env:
+                env[x] = Var(x.id)
+            return env[x]
+        return x
+
+    for blk in ir.blocks:
+        new.blocks.append(Block([v(a) for a in blk.args],
+                                [(v(x), st.map(v)) for x, st in blk.stmts],
+                                [br.map(v) for br in blk.branches]))
+    new._nvars = ir._nvars
+    return new

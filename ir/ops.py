@@ -22,6 +22,11 @@ class _Undef:
 UNDEF = _Undef()
 
 
+def identity(x):
+    """``%2 = identity(%1)``: a copy; emitted as a plain load and store."""
+    return x
+
+
 def build_tuple(*xs):
     return xs
 
@@ -140,7 +145,10 @@ def raise_from(exc, cause):
 
 def make_function(code, closure=None, defaults=None, kwdefaults=None):
     """``MAKE_FUNCTION``: a function of ``code`` in the caller's globals."""
-    g = sys._getframe(1).f_globals
+    return function_in(sys._getframe(1).f_globals, code, closure, defaults, kwdefaults)
+
+
+def function_in(g, code, closure=None, defaults=None, kwdefaults=None):
     fn = types.FunctionType(code, g, code.co_name, defaults, closure)
     fn.__qualname__ = code.co_qualname
     if kwdefaults:

@@ -136,7 +136,7 @@ def renumber(ir):
     """Number variables 1, 2, … in the order they are defined."""
     n = 0
     for blk in ir.blocks:
-        for v in blk.args + [v for v, _ in blk.stmts]:
+        for v in blk.args + [v for v, _ in blk.stmts if isinstance(v, Var)]:
             n += 1
             v.id = n
     ir._nvars = n

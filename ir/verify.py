@@ -1,7 +1,7 @@
 """Check an IR's invariants; raise `IRError` saying which one fails and where."""
 from __future__ import annotations
 
-from .ir import Var
+from .ir import Slot, Var
 
 
 class IRError(Exception):
@@ -16,7 +16,8 @@ def verify(ir):
         for i, v in enumerate(blk.args):
             _define(where, v, (b, -1))
         for i, (v, _) in enumerate(blk.stmts):
-            _define(where, v, (b, i))
+            if not isinstance(v, Slot):
+                _define(where, v, (b, i))
     cfg = ir.cfg
     for b, blk in enumerate(ir.blocks):
         if not cfg.reachable(b):

@@ -1,0 +1,34 @@
+# make run   — set up .venv and differentiate the example, printing its IR and gradient
+# make test  — set up .venv and run the test suite
+# make bench — set up .venv (with the peers) and run the benchmarks
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+$(VENV)/.bench: pyproject.toml | $(VENV)/.dev
+	$(BIN)/pip install -q -e ".[dev,bench]" || $(BIN)/pip install -q autograd matplotlib
+	touch $@
+
+run: $(VENV)/.dev
+	$(BIN)/bytegrad ir dump examples/example.py:loss --stage all
+	$(BIN)/python examples/example.py
+
+test: $(VENV)/.dev
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.bench
+	$(BIN)/python -m bytegrad.bench
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,233 @@
+"""Rules for building, indexing, unpacking and iterating containers.
+
+Reading one element (``x[i]``, or one step of a ``for`` loop) has a `OneHot`
+gradient, which the gradient algebra accumulates into one buffer per slot, so a
+loop over ``n`` elements costs O(n), not O(n²).
+"""
+from __future__ import annotations
+
+import operator as op
+
+import numpy as np
+
+from ..ir import ops
+from ..runtime.algebra import OneHot, accum, is_differentiable
+from ..runtime.forward import forward
+from ..runtime.rules import nograd, nondifferentiable, rule
+
+
+@rule(ops.identity)
+def _identity(x):
+    return x, lambda d: (None, d)
+
+
+@rule(ops.build_tuple)
+def _tuple(*xs):
+    return xs, lambda d: (None,) + tuple(d)
+
+
+@rule(ops.build_list)
+def _list(*xs):
+    return list(xs), lambda d: (None,) + tuple(d)
+
+
+@rule(ops.list_to_tuple)
+def _list_to_tuple(xs):
+    return tuple(xs), lambda d: (None, list(d))
+
+
+@rule(ops.build_dict)
+def _dict(*kv):
+    keys = kv[::2]
+    return dict(zip(keys, kv[1::2])), lambda d: (None,) + tuple(
+        x for k in keys for x in (None, d.get(k)))
+
+
+def _scalar_index(x, k):
+    if type(k) is int or isinstance(k, np.integer):
+        return True
+    return isinstance(x, np.ndarray) and type(k) is tuple and len(k) == x.ndim and \
+        all(type(i) is int or isinstance(i, np.integer) for i in k)
+
+
+@rule(op.getitem)
+def _getitem(x, k):
+    y = x[k]
+    t = type(x)
+    if t is dict:
+        return y, lambda d: (None, {k: d}, None)
+    if (t is tuple or t is list or t is np.ndarray) and _scalar_index(x, k):
+        return y, lambda d: (None, OneHot(x, k, d), None)
+    if t is tuple or t is list:
+        def back(d):
+            g = [None] * len(x)
+            for i, di in zip(range(len(x))[k], d):
+                g[i] = di
+            return None, t(g), None
+        return y, back
+    if t is np.ndarray:
+        if x.dtype.kind not in "fc":
+            return y, nograd(2)
+
+        def back(d):
+            g = np.zeros(x.shape, x.dtype)
+            np.add.at(g, k, d)
+            return None, g, None
+        return y, back
+    getitem = getattr(t, "__getitem__", None)
+    if type(getitem).__name__ == "function":
+        return forward(getitem, x, k)
+    if is_differentiable(y):
+        from ..runtime.errors import NoRuleError
+        raise NoRuleError(getitem, "<indexing>", 0)
+    return y, nograd(2)
+
+
+def _like(seq, d):
+    """A gradient of the same kind as ``seq`` from the tuple of item gradients ``d``."""
+    if isinstance(seq, np.ndarray):
+        rows = [np.zeros(seq.shape[1:], seq.dtype) if g is None else g for g in d]
+        return np.stack(rows) if rows else np.zeros_like(seq)
+    if isinstance(seq, list):
+        return list(d)
+    return tuple(d)
+
+
+@rule(ops.unpack)
+def _unpack(seq, n):
+    return ops.unpack(seq, n), lambda d: (None, _like(seq, d), None)
+
+
+@rule(ops.unpack_ex)
+def _unpack_ex(seq, before, after):
+    y = ops.unpack_ex(seq, before, after)
+
+    def back(d):
+        d = list(d)
+        mid = d[before] if d[before] is not None else [None] * len(y[before])
+        return None, _like(seq, d[:before] + list(mid) + d[before + 1:]), None, None
+    return y, back
+
+
+class IndexIter:
+    """The iterator of a differentiable sequence, which knows the position it is at."""
+
+    __slots__ = ("xs", "i")
+
+    def __init__(self, xs):
+        self.xs, self.i = xs, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        i = self.i
+        if i >= len(self.xs):
+            raise StopIteration
+        self.i = i + 1
+        return self.xs[i]
+
+
+@rule(iter)
+def _iter(xs, *sentinel):
+    if not sentinel and type(xs) in (list, tuple, np.ndarray) and is_differentiable(xs):
+        return IndexIter(xs), lambda d: (None, d)
+    return iter(xs, *sentinel), nograd(1 + len(sentinel))
+
+
+@rule(ops.iterate)
+def _iterate(xs, state):
+    if type(state) is not IndexIter:
+        return ops.iterate(xs, state), nograd(2)
+    i = state.i
+    r = ops.iterate(xs, state)
+    if r is None:
+        return r, nograd(2)
+    like = state.xs
+    return r, lambda d: (None, None, accum(d[1], OneHot(like, i, d[0])))
+
+
+@rule(zip)
+def _zip(*xs):
+    y = list(zip(*xs))
+
+    def back(d):
+        cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
+        return (None,) + tuple(_like(x, c + (None,) * (len(x) - len(c))) for x, c in zip(xs, cols))
+    return y, back
+
+
+@rule(enumerate)
+def _enumerate(xs, start=0):
+    y = list(enumerate(xs, start))
+    return y, lambda d: (None, _like(xs, [None if g is None else g[1] for g in d]), None)
+
+
+@rule(reversed)
+def _reversed(xs):
+    return list(reversed(xs)), lambda d: (None, _like(xs, list(d)[::-1]))
+
+
+@rule(dict.items)
+def _items(d):
+    keys = list(d)
+    return list(d.items()), lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
+
+
+@rule(dict.values)
+def _values(d):
+    keys = list(d)
+    return list(d.values()), lambda g: (None, dict(zip(keys, g)))
+
+
+@rule(ops.list_append)
+def _list_append(xs, x):
+    n = len(xs)
+    return ops.list_append(xs, x), lambda d: (None, list(d[:n]), d[n])
+
+
+@rule(ops.list_extend)
+def _list_extend(xs, ys):
+    n = len(xs)
+    return ops.list_extend(xs, ys), lambda d: (None, list(d[:n]), _like(ys, d[n:]))
+
+
+@rule(ops.map_add)
+def _map_add(m, k, v):
+    had = k in m
+    ops.map_add(m, k, v)
+    return m, lambda d: (None, {kk: g for kk, g in d.items() if kk != k or had}, None, d.get(k))
+
+
+@rule(ops.apply)
+def _apply(f, args, kwargs=None):
+    y, pb = forward(f, *args, **(kwargs or {}))
+
+    def back(d):
+        g = pb(d)
+        n = len(args)
+        dargs = _like(args, g[1:1 + n]) if not isinstance(args, np.ndarray) else g[1:1 + n]
+        return (None, g[0], dargs) + ((g[1 + n] if len(g) > 1 + n else None,) if kwargs else (None,))
+    return y, back
+
+
+@rule(getattr)
+def _getattr(x, name, *default):
+    y = getattr(x, name, *default)
+    if name == "real":
+        return y, lambda d: (None, d, None)
+    if name == "imag":  # Im(x + iy) = y has gradient 0 + 1i
+        return y, lambda d: (None, 1j * d if np.iscomplexobj(x) else None, None)
+    if getattr(y, "__self__", None) is x:  # a bound method: its gradient is its object's
+        return y, lambda d: (None, d, None)
+    if name == "T":
+        return y, lambda d: (None, d.T, None)
+    return y, lambda d: (None, {name: d}, None)
+
+
+nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, repr, str, format,
+                  bool, callable, hasattr, slice, any, all,
+                  ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
+                  ops.import_name, ops.import_from, ops.not_contains, ops.store_global,
+                  ops.delete_global, ops.build_set, ops.set_add, ops.set_update,
+                  np.shape, np.ndim, np.size)

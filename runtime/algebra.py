@@ -1,0 +1,139 @@
+"""The gradient algebra: one zero (None), one sum (`accum`).
+
+A gradient mirrors its primal: numbers for numbers, arrays for arrays, tuples,
+lists and dicts for tuples, lists and dicts.  Two sparse forms keep reads of
+one element at a time cheap (the quadratic trap of ``x[i]`` in a loop):
+`OneHot` is the gradient of a single element, `Buffer` an accumulator owned by
+one gradient slot that later one-hots are added into in place.  `unwrap` turns
+both back into the dense form before a gradient leaves a slot, so pullbacks
+only ever see dense gradients.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_NUMBERS = {float, int, complex, np.float64, np.float32, np.complex128}
+
+
+class OneHot:
+    """The gradient of a container that is zero except for ``value`` at ``index``."""
+
+    __slots__ = ("like", "index", "value")
+
+    def __init__(self, like, index, value):
+        self.like, self.index, self.value = like, index, value
+
+    def dense(self):
+        return _add_into(_zeros(self.like), self).dense()
+
+    def __repr__(self):
+        return f"OneHot({self.index!r}: {self.value!r})"
+
+
+class Buffer:
+    """A dense gradient that belongs to one slot, so it may be updated in place."""
+
+    __slots__ = ("data", "kind")
+
+    def __init__(self, data, kind):
+        self.data, self.kind = data, kind
+
+    def dense(self):
+        return tuple(self.data) if self.kind is tuple else self.data
+
+
+def _zeros(like):
+    if isinstance(like, np.ndarray):
+        return Buffer(np.zeros(like.shape, _grad_dtype(like.dtype)), np.ndarray)
+    return Buffer([None] * len(like), tuple if isinstance(like, tuple) else list)
+
+
+def _grad_dtype(dtype):
+    return dtype if dtype.kind in "fc" else np.float64
+
+
+def _add_into(buf: Buffer, g):
+    """``buf += g`` in place for a one-hot, buffer or dense ``g``; returns ``buf``."""
+    if type(g) is OneHot:
+        if buf.kind is np.ndarray:
+            buf.data[g.index] += g.value
+        else:
+            buf.data[g.index] = accum(buf.data[g.index], g.value)
+        return buf
+    g = unwrap(g)
+    if buf.kind is np.ndarray:
+        buf.data += g
+    else:
+        for i, x in enumerate(g):
+            buf.data[i] = accum(buf.data[i], x)
+    return buf
+
+
+def _own(g):
+    """A fresh Buffer holding a copy of the dense or one-hot gradient ``g``."""
+    if type(g) is OneHot:
+        return _add_into(_zeros(g.like), g)
+    if isinstance(g, np.ndarray):
+        return Buffer(np.array(g, dtype=_grad_dtype(g.dtype)), np.ndarray)
+    return Buffer(list(g), tuple if isinstance(g, tuple) else list)
+
+
+def accum(a, b):
+    """``a + b`` for gradients; None is zero.  May update ``a`` in place if it is a Buffer."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    ta, tb = type(a), type(b)
+    if ta in _NUMBERS and tb in _NUMBERS:
+        return a + b
+    if ta is Buffer:
+        return _add_into(a, b)
+    if tb is Buffer:
+        return _add_into(b, a)
+    if ta is OneHot or tb is OneHot:
+        return _add_into(_own(a), b)
+    if ta is tuple or ta is list:
+        return ta(accum(x, y) for x, y in zip(a, b))
+    if ta is dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = accum(out.get(k), v)
+        return out
+    return a + b
+
+
+def unwrap(g):
+    """The dense form of a gradient held in a slot."""
+    if type(g) is OneHot or type(g) is Buffer:
+        return g.dense()
+    return g
+
+
+def kwgrad(d, i, name):
+    """The gradient of keyword argument ``name`` in a pullback's result ``d``."""
+    if len(d) > i and d[i] is not None:
+        return d[i].get(name)
+    return None
+
+
+def is_differentiable(x) -> bool:
+    """Whether ``x`` can carry a gradient: floats, complex numbers, float arrays, and
+    containers holding any of them.  Ints, bools and strings cannot."""
+    t = type(x)
+    if t is float or t is complex:
+        return True
+    if t is int or t is bool or t is str or x is None:
+        return False
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc"
+    if isinstance(x, (np.floating, np.complexfloating)):
+        return True
+    if t is tuple or t is list:
+        return any(is_differentiable(y) for y in x)
+    if t is dict:
+        return any(is_differentiable(y) for y in x.values())
+    if isinstance(x, (np.integer, np.bool_, bytes, range, type)):
+        return False
+    # other numbers (Fraction, Decimal) and user objects may carry gradients
+    return not callable(x) or hasattr(x, "__code__") or hasattr(x, "__closure__")

@@ -1,0 +1,109 @@
+"""The public functions: gradient, pullback, grad, value_and_grad, differentiable."""
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+
+from . import shadow
+from .algebra import unwrap
+from .errors import NotScalarError
+from .forward import compiled, forward
+
+
+def pullback(f, *args, **kw):
+    """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument."""
+    with shadow.fresh():
+        y, pb = forward(f, *args, **kw)
+    n = len(args)
+
+    def back(dy):
+        g = pb(dy)
+        return tuple(unwrap(x) for x in g[1:1 + n])
+    return y, back
+
+
+def _seed(y, f):
+    if isinstance(y, bool) or isinstance(y, complex) or np.iscomplexobj(y):
+        raise NotScalarError(_scalar_message(f, y, "is complex"))
+    if isinstance(y, float):
+        return 1.0
+    if isinstance(y, np.ndarray) and y.size == 1 and y.dtype.kind == "f":
+        return np.ones_like(y)
+    if isinstance(y, np.floating):
+        return y.dtype.type(1)
+    if isinstance(y, numbers.Number):
+        return type(y)(1)
+    raise NotScalarError(_scalar_message(f, y, f"is a {type(y).__name__}"))
+
+
+def _scalar_message(f, y, what):
+    name = getattr(f, "__qualname__", repr(f))
+    return (f"gradient needs a real scalar output, but {name} returned a value that {what}; "
+            f"use bytegrad.pullback({name}, ...) and call its back with a gradient of the output")
+
+
+def gradient(f, *args, **kw):
+    """Gradients of the scalar ``f(*args, **kw)``, one per positional argument (None where
+    there is none)."""
+    return value_and_gradient(f, *args, **kw)[1]
+
+
+def value_and_gradient(f, *args, **kw):
+    y, back = pullback(f, *args, **kw)
+    return y, back(_seed(y, f))
+
+
+def _select(gs, argnums):
+    return gs[argnums] if isinstance(argnums, int) else tuple(gs[i] for i in argnums)
+
+
+def value_and_grad(f, argnums=0):
+    """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
+    @functools.wraps(f)
+    def vg(*args, **kw):
+        y, gs = value_and_gradient(f, *args, **kw)
+        return y, _select(gs, argnums)
+    return vg
+
+
+def grad(f, argnums=0):
+    """JAX's convention: a function returning the gradient of ``f`` in ``argnums``."""
+    vg = value_and_grad(f, argnums)
+    return functools.wraps(f)(lambda *args, **kw: vg(*args, **kw)[1])
+
+
+def stages(f):
+    """The IR stages of ``f``: ``lifted``, ``forward`` and ``adjoint``."""
+    return compiled(getattr(f, "__func__", f)).stages
+
+
+class differentiable:
+    """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``,
+    ``.pullback`` and ``.ir(stage)``."""
+
+    def __init__(self, f):
+        functools.update_wrapper(self, f)
+        self.f = f
+
+    def __call__(self, *args, **kw):
+        return self.f(*args, **kw)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def grad(self, *args, **kw):
+        gs = gradient(self.f, *args, **kw)
+        return gs[0] if len(gs) == 1 else gs
+
+    def value_and_grad(self, *args, **kw):
+        y, gs = value_and_gradient(self.f, *args, **kw)
+        return y, (gs[0] if len(gs) == 1 else gs)
+
+    def pullback(self, *args, **kw):
+        return pullback(self.f, *args, **kw)
+
+    def ir(self, stage="lifted"):
+        from ..ir import show
+        return show(getattr(stages(self.f), stage))

@@ -1,0 +1,153 @@
+"""The adjoint pass: run the recorded pullbacks backwards, accumulating gradients.
+
+The adjoint of ``f`` takes ``(pop, dy)``: ``pop()`` yields the tape's entries
+last first.  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
+every use adds into it, and its defining statement's pullback consumes it and
+resets it to None, so loops need no SSA gradients.  Blocks are visited
+backwards; where the forward pass recorded which edge it took, the adjoint
+pops that number to pick the way back.  For ``%3 = operator.mul(%2, %2);
+return %3`` the adjoint is::
+
+    1: (%1, %2)
+      @g1 = identity(None)
+      @g2 = identity(None)
+      @g3 = identity(None)
+      @g3 = identity(%2)
+      %3 = %1()
+      %4 = operator.is_not(@g3, None)
+      br 3 unless %4
+    2:
+      %5 = unwrap(@g3)
+      @g3 = identity(None)
+      %6 = %3(%5)
+      %7 = operator.getitem(%6, 1)
+      @g2 = accum(@g2, %7)
+      %8 = operator.getitem(%6, 2)
+      @g2 = accum(@g2, %8)
+      br 3
+    3:
+      %9 = unwrap(@g1)
+      %10 = unwrap(@g2)
+      %11 = ops.build_tuple(%9, %10)
+      return %11
+"""
+from __future__ import annotations
+
+import operator
+
+from ..ir import IR, Branch, Meta, Slot, Stmt, Var, ops
+from ..ir.simplify import simplify
+from .register import recorded
+from .returns import incoming, return_block
+
+
+class _Adjoint:
+    def __init__(self, ir, active, hooks):
+        self.ir, self.active = ir, active
+        self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
+        self.effectful = hooks.effectful
+        m = ir.meta
+        self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
+        self.pop = self.adj.argument(0)
+        self.dy = self.adj.argument(0)
+        self.slots = {v: Slot(f"g{v.id}") for v in active}
+        self.start = {}
+
+    def slot(self, x):
+        return self.slots.get(x) if isinstance(x, Var) else None
+
+    def emit(self, fn, *args, dest=None, line=None, **kw):
+        return self.adj.push(self.cur, Stmt(fn, args, kw, line), dest)
+
+    def add_into(self, x, g, line):
+        s = self.slot(x)
+        if s is not None:
+            self.emit(self.accum, s, g, dest=s, line=line)
+
+    def statement(self, v, st):
+        """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``"""
+        line, gv = st.line, self.slots[v]
+        pb = self.emit(self.pop, line=line)
+        after = self.adj.block()
+        if not (not isinstance(st.fn, Var) and self.effectful(st.fn)):
+            has = self.emit(operator.is_not, gv, None, line=line)
+            call = self.adj.block()
+            self.adj.branch(self.cur, Branch("br", after, cond=has))
+            self.adj.branch(self.cur, Branch("br", call))
+            self.cur = call
+        u = self.emit(self.unwrap, gv, line=line)
+        self.emit(ops.identity, None, dest=gv, line=line)
+        d = self.emit(pb, u, line=line)
+        for i, x in enumerate((st.fn,) + st.args):
+            if self.slot(x) is not None:
+                self.add_into(x, self.emit(operator.getitem, d, i, line=line), line)
+        for k, x in st.kw.items():
+            if self.slot(x) is not None:
+                self.add_into(x, self.emit(self.kwgrad, d, len(st.args) + 1, k, line=line), line)
+        self.adj.branch(self.cur, Branch("br", after))
+        self.cur = after
+
+    def transfer(self, b, br):
+        """Move the gradients of block ``b``'s arguments to what edge ``br`` passed."""
+        pairs = [(self.slots[p], a) for p, a in zip(self.ir.blocks[b].args, br.args) if p in self.slots]
+        held = [self.emit(ops.identity, s) for s, _ in pairs]
+        for s, _ in pairs:
+            self.emit(ops.identity, None, dest=s)
+        for (_, a), g in zip(pairs, held):
+            self.add_into(a, g, br.line)
+
+    def block(self, b):
+        self.cur = self.start[b]
+        for v, st in reversed(self.ir.blocks[b].stmts):
+            if v in self.active:
+                self.statement(v, st)
+        if b == 0:
+            grads = [self.emit(self.unwrap, self.slots[a]) if a in self.slots else None
+                     for a in self.ir.blocks[0].args]
+            self.adj.branch(self.cur, Branch("return", args=[self.emit(ops.build_tuple, *grads)]))
+            return
+        edges = incoming(self.ir, b)
+        if not recorded(self.ir, b):
+            (p, br), = edges
+            self.transfer(b, br)
+            self.adj.branch(self.cur, Branch("br", self.start[p]))
+            return
+        e = self.emit(self.pop)
+        for k, (p, br) in enumerate(edges):
+            if k < len(edges) - 1:
+                take, rest = self.adj.block(), self.adj.block()
+                c = self.emit(operator.eq, e, k)
+                self.adj.branch(self.cur, Branch("br", rest, cond=c))
+                self.adj.branch(self.cur, Branch("br", take))
+                self.cur = take
+            self.transfer(b, br)
+            self.adj.branch(self.cur, Branch("br", self.start[p]))
+            if k < len(edges) - 1:
+                self.cur = rest
+
+    def run(self):
+        ir = self.ir
+        self.cur = 0
+        for s in self.slots.values():
+            self.emit(ops.identity, None, dest=s)
+        r = return_block(ir)
+        for b in range(len(ir.blocks)):
+            self.start[b] = self.adj.block()
+        if r is not None:
+            (y,) = [br.args[0] for br in ir.blocks[r].branches if br.kind == "return"]
+            if self.slot(y) is not None:
+                self.emit(ops.identity, self.dy, dest=self.slots[y])
+            self.adj.branch(0, Branch("br", self.start[r]))
+        else:
+            self.adj.branch(0, Branch("br", self.start[0]))
+        for b in range(len(ir.blocks)):
+            self.block(b)
+        return self.adj
+
+
+def adjoint(ir, active, hooks) -> IR:
+    """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
+
+    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad`` and the ``effectful`` predicate.
+    """
+    return simplify(_Adjoint(ir, active, hooks).run())

@@ -1,0 +1,67 @@
+"""The register (forward) pass: run the primal and record pullbacks on a tape.
+
+Every active statement becomes a call of ``forward``, whose pullback is pushed
+on the tape; a block with several incoming edges takes the edge's number as an
+extra argument and pushes it too.  The function returns ``(value, tape)``::
+
+    1: (%1, %2)                         1: (%1, %2)
+      %3 = operator.mul(%2, %2)           %3 = list()
+      return %3                           %4 = getattr(%3, 'append')
+                                          %5 = forward(operator.mul, %2, %2)
+                              →           %6 = operator.getitem(%5, 0)
+                                          %7 = operator.getitem(%5, 1)
+                                          %8 = %4(%7)
+                                          %9 = ops.build_tuple(%6, %3)
+                                          return %9
+"""
+from __future__ import annotations
+
+import operator
+
+from ..ir import IR, Branch, Meta, Stmt, Var, ops
+from .returns import incoming
+
+
+def recorded(ir, b) -> bool:
+    """Whether the forward pass records how it entered block ``b``."""
+    return len(incoming(ir, b)) > 1
+
+
+def register(ir, active, forward) -> IR:
+    m = ir.meta
+    fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
+    env = {}
+    for b in range(1, len(ir.blocks)):
+        fwd.block()
+    for b, blk in enumerate(ir.blocks):
+        for a in blk.args:
+            env[a] = fwd.argument(b)
+    line = m.firstlineno
+    tape = fwd.push(0, Stmt(list, (), None, line))
+    push = fwd.push(0, Stmt(getattr, (tape, "append"), None, line))
+    look = lambda x: env.get(x, x) if isinstance(x, Var) else x
+    edge_no = {}
+    for b in range(len(ir.blocks)):
+        if recorded(ir, b):
+            fwd.push(b, Stmt(push, (fwd.argument(b),), None, None))
+            for k, (_, br) in enumerate(incoming(ir, b)):
+                edge_no[id(br)] = k
+    for b, blk in enumerate(ir.blocks):
+        for v, st in blk.stmts:
+            st = st.map(look)
+            if v not in active:
+                env[v] = fwd.push(b, st)
+                continue
+            t = fwd.push(b, Stmt(forward, (st.fn,) + st.args, st.kw, st.line))
+            env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
+            pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
+            fwd.push(b, Stmt(push, (pb,), None, st.line))
+        for br in blk.branches:
+            new = br.map(look)
+            if br.kind == "br" and id(br) in edge_no:
+                new.args.append(edge_no[id(br)])
+            if br.kind == "return":
+                y = fwd.push(b, Stmt(ops.build_tuple, (new.args[0], tape), None, br.line))
+                new.args = [y]
+            fwd.branch(b, new)
+    return fwd

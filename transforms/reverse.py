@@ -1,0 +1,51 @@
+"""The whole AD transform: a short composition of the passes.
+
+    lifted ──unify_returns──▶ primal ──activity──▶ active set
+                                 ├──register──▶ forward IR
+                                 └──adjoint───▶ adjoint IR
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import builtins
+
+from ..ir import IR, Global
+from ..ir.simplify import simplify
+from .activity import activity
+from .adjoint import adjoint
+from .register import register
+from .returns import unify_returns
+
+
+@dataclass
+class Stages:
+    lifted: IR
+    primal: IR
+    forward: IR
+    adjoint: IR
+
+
+def transform(lifted, hooks, globals_=None) -> Stages:
+    """Forward and adjoint IR of ``lifted``.
+
+    ``hooks`` supplies what the passes insert but do not define (they know no
+    runtime): ``forward``, ``accum``, ``unwrap``, ``kwgrad``, and the predicates
+    ``nondiff`` (the callee's result carries no gradient) and ``effectful`` (its
+    pullback must always run).  Globals are resolved in ``globals_`` to decide
+    activity, so a call of a global ``len`` or ``range`` stays a plain call.
+    """
+    primal = unify_returns(lifted)
+    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)))
+    fwd = simplify(register(primal, active, hooks.forward))
+    adj = adjoint(primal, active, hooks)
+    return Stages(lifted, primal, fwd, adj)
+
+
+def resolve(x, globals_):
+    """The value a `Global` names now (None if unbound); other operands as they are."""
+    if not isinstance(x, Global):
+        return x
+    if globals_ is not None and x.name in globals_:
+        return globals_[x.name]
+    return getattr(builtins, x.name, None)
