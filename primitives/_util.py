@@ -4,12 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 _REAL = (float, np.float64, np.float32)
+_FAST = frozenset({float, np.float64, int})  # reals whose gradients need no work
 
 
 def conj(x):
     """Complex conjugate, a no-op for reals (the Zygote paper's ``x'``)."""
     t = type(x)
-    if t is float or t is int:
+    if t in _FAST:
         return x
     if t is complex:
         return x.conjugate()
@@ -23,7 +24,10 @@ def unbroadcast(x, g):
     """The gradient ``g`` of a broadcast result, summed back to the shape of ``x``;
     None where ``x`` cannot carry a gradient (ints, bools, integer arrays)."""
     t = type(x)
-    if t is int or t is bool or x is None:
+    if t is float or t is np.float64:
+        if type(g) in _FAST:
+            return g
+    elif t is int or t is bool or x is None:
         return None
     if t in _REAL or t is complex:
         if isinstance(g, np.ndarray):

@@ -13,7 +13,7 @@ import numpy as np
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable
 from ..runtime.forward import forward
-from ..runtime.rules import nograd, nondifferentiable, rule
+from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
 
 
 @rule(ops.identity)
@@ -54,6 +54,8 @@ def _scalar_index(x, k):
 def _getitem(x, k):
     y = x[k]
     t = type(x)
+    if type(k) is int and (t is np.ndarray or t is list or t is tuple):
+        return y, lambda d: (None, OneHot(x, k, d), None)
     if t is dict:
         return y, lambda d: (None, {k: d}, None)
     if (t is tuple or t is list or t is np.ndarray) and _scalar_index(x, k):
@@ -231,3 +233,5 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   ops.import_name, ops.import_from, ops.not_contains, ops.store_global,
                   ops.delete_global, ops.build_set, ops.set_add, ops.set_update,
                   np.shape, np.ndim, np.size)
+
+sparse_gradients(op.getitem, ops.iterate)

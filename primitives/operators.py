@@ -15,25 +15,55 @@ import numpy as np
 from ..runtime.rules import nondifferentiable, rule
 from ._util import conj, unbroadcast as ub
 
+# Scalar loops are dominated by these rules, so each has a fast path for real
+# scalars (float or float64 with ints), where no conjugation or unbroadcasting
+# is needed; ``fa``/``fb`` say which operands carry a gradient.
+_FLOATS = frozenset({float, np.float64})
+_INTS = frozenset({int, bool})
+
+
+def _real(a, b):
+    """``(fa, fb)`` if both operands are real scalars, else None."""
+    ta, tb = type(a), type(b)
+    if (ta in _FLOATS or ta in _INTS) and (tb in _FLOATS or tb in _INTS):
+        return ta in _FLOATS, tb in _FLOATS
+    return None
+
 
 @rule(op.add, op.iadd)
 def _add(a, b):
+    r = _real(a, b)
+    if r is not None:
+        fa, fb = r
+        return a + b, lambda d: (None, d if fa else None, d if fb else None)
     return a + b, lambda d: (None, ub(a, d), ub(b, d))
 
 
 @rule(op.sub, op.isub)
 def _sub(a, b):
+    r = _real(a, b)
+    if r is not None:
+        fa, fb = r
+        return a - b, lambda d: (None, d if fa else None, -d if fb else None)
     return a - b, lambda d: (None, ub(a, d), ub(b, -d))
 
 
 @rule(op.mul, op.imul)
 def _mul(a, b):
+    r = _real(a, b)
+    if r is not None:
+        fa, fb = r
+        return a * b, lambda d: (None, d * b if fa else None, a * d if fb else None)
     return a * b, lambda d: (None, ub(a, d * conj(b)), ub(b, conj(a) * d))
 
 
 @rule(op.truediv, op.itruediv)
 def _div(a, b):
     y = a / b
+    r = _real(a, b)
+    if r is not None:
+        fa, fb = r
+        return y, lambda d: (None, d / b if fa else None, -d * y / b if fb else None)
 
     def back(d):
         da = d / conj(b)
@@ -69,6 +99,8 @@ def _pow(a, b, *mod):
     if mod:
         return pow(a, b, *mod), lambda d: (None, None, None, None)
     y = a ** b
+    if type(a) in _FLOATS and type(b) is int:
+        return y, lambda d: (None, d * b * a ** (b - 1) if b else d * 0.0, None)
 
     def back(d):
         if type(b) in (int, float) and b == 0:

@@ -16,7 +16,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra
 from .errors import NoRuleError
-from .rules import RULES, is_effectful, is_nondiff, nograd
+from .rules import RULES, is_effectful, is_nondiff, is_sparse, nograd, rule_for
 
 
 class _Hooks:
@@ -27,6 +27,8 @@ class _Hooks:
     kwgrad = staticmethod(algebra.kwgrad)
     nondiff = staticmethod(is_nondiff)
     effectful = staticmethod(is_effectful)
+    rule_for = staticmethod(rule_for)
+    sparse = staticmethod(is_sparse)
 
 
 class Pullback:

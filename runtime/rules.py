@@ -11,6 +11,7 @@ from __future__ import annotations
 RULES: dict = {}
 NONDIFF: set = set()
 EFFECTFUL: set = set()
+SPARSE: set = set()
 
 
 def rule(*fs):
@@ -40,6 +41,12 @@ def effectful(*fs):
     EFFECTFUL.update(fs)
 
 
+def sparse_gradients(*fs):
+    """Mark callables whose pullbacks may return a sparse (`OneHot`) gradient for an
+    argument; the adjoint densifies only those arguments' gradients."""
+    SPARSE.update(fs)
+
+
 def _member(f, s) -> bool:
     try:
         return f in s
@@ -55,6 +62,10 @@ def is_effectful(f) -> bool:
     return _member(f, EFFECTFUL)
 
 
+def is_sparse(f) -> bool:
+    return _member(f, SPARSE)
+
+
 _NOGRAD = {}
 
 
@@ -65,3 +76,11 @@ def nograd(n: int):
         zeros = (None,) * (n + 1)
         pb = _NOGRAD[n] = lambda dy: zeros
     return pb
+
+
+def rule_for(f):
+    """The rule of ``f``, or None."""
+    try:
+        return RULES.get(f)
+    except TypeError:
+        return None

@@ -46,6 +46,8 @@ class _Adjoint:
         self.ir, self.active = ir, active
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
         self.effectful = hooks.effectful
+        self.sparse = may_be_sparse(ir, hooks.sparse)
+        self.uses = use_counts(ir)
         m = ir.meta
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
         self.pop = self.adj.argument(0)
@@ -60,8 +62,14 @@ class _Adjoint:
         return self.adj.push(self.cur, Stmt(fn, args, kw, line), dest)
 
     def add_into(self, x, g, line):
+        """``@gx = accum(@gx, g)``; a plain copy where ``x`` has one use, whose
+        slot is always empty when that use is reached backwards."""
         s = self.slot(x)
-        if s is not None:
+        if s is None:
+            return
+        if self.uses.get(x, 0) == 1:
+            self.emit(ops.identity, g, dest=s, line=line)
+        else:
             self.emit(self.accum, s, g, dest=s, line=line)
 
     def statement(self, v, st):
@@ -75,9 +83,9 @@ class _Adjoint:
             self.adj.branch(self.cur, Branch("br", after, cond=has))
             self.adj.branch(self.cur, Branch("br", call))
             self.cur = call
-        u = self.emit(self.unwrap, gv, line=line)
-        self.emit(ops.identity, None, dest=gv, line=line)
+        u = self.emit(self.unwrap, gv, line=line) if v in self.sparse else gv
         d = self.emit(pb, u, line=line)
+        self.emit(ops.identity, None, dest=gv, line=line)
         for i, x in enumerate((st.fn,) + st.args):
             if self.slot(x) is not None:
                 self.add_into(x, self.emit(operator.getitem, d, i, line=line), line)
@@ -145,9 +153,41 @@ class _Adjoint:
         return self.adj
 
 
+def use_counts(ir) -> dict:
+    """How many times each variable is used (as an operand or a branch argument)."""
+    n = {}
+    for blk in ir.blocks:
+        xs = [x for _, st in blk.stmts for x in st.operands()]
+        xs += [x for br in blk.branches for x in br.operands()]
+        for x in xs:
+            if isinstance(x, Var):
+                n[x] = n.get(x, 0) + 1
+    return n
+
+
+def may_be_sparse(ir, sparse) -> set:
+    """Variables whose gradient slot may hold a sparse gradient: the arguments of
+    callees marked ``sparse``, and what edges pass to block arguments that may."""
+    out = {x for _, _, st in ir.statements() if not isinstance(st.fn, Var) and sparse(st.fn)
+           for x in st.args if isinstance(x, Var)}
+    changed = True
+    while changed:
+        changed = False
+        for blk in ir.blocks:
+            for br in blk.branches:
+                if br.kind != "br":
+                    continue
+                for p, a in zip(ir.blocks[br.target].args, br.args):
+                    if p in out and isinstance(a, Var) and a not in out:
+                        out.add(a)
+                        changed = True
+    return out
+
+
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
-    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad`` and the ``effectful`` predicate.
+    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad`` and the ``effectful`` and
+    ``sparse`` predicates.
     """
     return simplify(_Adjoint(ir, active, hooks).run())

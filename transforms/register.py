@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 
-from ..ir import IR, Branch, Meta, Stmt, Var, ops
+from ..ir import IR, Global, Meta, Stmt, Var, ops
 from .returns import incoming
 
 
@@ -27,7 +27,12 @@ def recorded(ir, b) -> bool:
     return len(incoming(ir, b)) > 1
 
 
-def register(ir, active, forward) -> IR:
+def register(ir, active, forward, rule_for=lambda f: None) -> IR:
+    """The forward IR of the single-return primal ``ir``.
+
+    A constant callee with a rule (``rule_for(f)`` is not None) is called
+    through its rule directly, saving the dispatch in ``forward``.
+    """
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
     env = {}
@@ -52,7 +57,10 @@ def register(ir, active, forward) -> IR:
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            t = fwd.push(b, Stmt(forward, (st.fn,) + st.args, st.kw, st.line))
+            r = None if isinstance(st.fn, (Var, Global)) else rule_for(st.fn)
+            call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
+                Stmt(forward, (st.fn,) + st.args, st.kw, st.line)
+            t = fwd.push(b, call)
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))

@@ -30,14 +30,15 @@ def transform(lifted, hooks, globals_=None) -> Stages:
     """Forward and adjoint IR of ``lifted``.
 
     ``hooks`` supplies what the passes insert but do not define (they know no
-    runtime): ``forward``, ``accum``, ``unwrap``, ``kwgrad``, and the predicates
-    ``nondiff`` (the callee's result carries no gradient) and ``effectful`` (its
-    pullback must always run).  Globals are resolved in ``globals_`` to decide
+    runtime): ``forward``, ``rule_for``, ``accum``, ``unwrap``, ``kwgrad``, and the predicates
+    ``nondiff`` (the callee's result carries no gradient), ``effectful`` (its
+    pullback must always run) and ``sparse`` (its pullback may return a one-hot
+    gradient for its first argument).  Globals are resolved in ``globals_`` to decide
     activity, so a call of a global ``len`` or ``range`` stays a plain call.
     """
     primal = unify_returns(lifted)
     active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)))
-    fwd = simplify(register(primal, active, hooks.forward))
+    fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for))
     adj = adjoint(primal, active, hooks)
     return Stages(lifted, primal, fwd, adj)
 

@@ -1,0 +1,67 @@
+"""The command line: ``bytegrad ir dump FILE.py:FUNC [--stage …] [--format text|dot]``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+STAGES = ("lifted", "forward", "adjoint")
+
+
+def load(target: str):
+    """The function named by ``path/to/file.py:func`` or ``package.module:func``."""
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise SystemExit(f"bytegrad: expected FILE.py:FUNC or module:FUNC, got {target!r}")
+    if where.endswith(".py") or os.sep in where:
+        path = os.path.abspath(where)
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(where)
+    obj = mod
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return getattr(obj, "__wrapped__", obj)
+
+
+def dump(fn, stages, fmt) -> str:
+    from .ir import dot, show
+    from .runtime.api import stages as stages_of
+    st = stages_of(fn)
+    out = []
+    for s in stages:
+        ir = getattr(st, s)
+        if fmt == "dot":
+            out.append(dot(ir, f"{s} {fn.__qualname__}"))
+        else:
+            out.append(f"# {s} IR of {fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})\n{show(ir)}")
+    return "\n\n".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="bytegrad", description="Inspect bytegrad's transforms.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ir = sub.add_parser("ir", help="IR tools").add_subparsers(dest="ircmd", required=True)
+    d = ir.add_parser("dump", help="print the lifted, forward and adjoint IR of a function")
+    d.add_argument("target", help="FILE.py:FUNC or module.path:FUNC")
+    d.add_argument("--stage", choices=STAGES + ("all",), default="all")
+    d.add_argument("--format", choices=("text", "dot"), default="text")
+    d.add_argument("-o", "--output", help="write to this file instead of standard output")
+    a = p.parse_args(argv)
+    fn = load(a.target)
+    text = dump(fn, STAGES if a.stage == "all" else (a.stage,), a.format)
+    if a.output:
+        with open(a.output, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
