@@ -48,6 +48,8 @@ class _Adjoint:
         self.effectful = hooks.effectful
         self.sparse = may_be_sparse(ir, hooks.sparse)
         self.uses = use_counts(ir)
+        self.home = {v: b for b, blk in enumerate(ir.blocks)
+                     for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
         self.pop = self.adj.argument(0)
@@ -61,18 +63,19 @@ class _Adjoint:
     def emit(self, fn, *args, dest=None, line=None, **kw):
         return self.adj.push(self.cur, Stmt(fn, args, kw, line), dest)
 
-    def add_into(self, x, g, line):
-        """``@gx = accum(@gx, g)``; a plain copy where ``x`` has one use, whose
-        slot is always empty when that use is reached backwards."""
+    def add_into(self, x, g, line, block):
+        """``@gx = accum(@gx, g)``; a plain copy where ``x`` has a single use, in
+        ``block`` where it is defined: then its slot is empty when the use is
+        reached backwards (in a loop the definition resets it each time round)."""
         s = self.slot(x)
         if s is None:
             return
-        if self.uses.get(x, 0) == 1:
+        if self.uses.get(x, 0) == 1 and self.home.get(x) == block:
             self.emit(ops.identity, g, dest=s, line=line)
         else:
             self.emit(self.accum, s, g, dest=s, line=line)
 
-    def statement(self, v, st):
+    def statement(self, b, v, st):
         """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``"""
         line, gv = st.line, self.slots[v]
         pb = self.emit(self.pop, line=line)
@@ -88,27 +91,27 @@ class _Adjoint:
         self.emit(ops.identity, None, dest=gv, line=line)
         for i, x in enumerate((st.fn,) + st.args):
             if self.slot(x) is not None:
-                self.add_into(x, self.emit(operator.getitem, d, i, line=line), line)
+                self.add_into(x, self.emit(operator.getitem, d, i, line=line), line, b)
         for k, x in st.kw.items():
             if self.slot(x) is not None:
-                self.add_into(x, self.emit(self.kwgrad, d, len(st.args) + 1, k, line=line), line)
+                self.add_into(x, self.emit(self.kwgrad, d, len(st.args) + 1, k, line=line), line, b)
         self.adj.branch(self.cur, Branch("br", after))
         self.cur = after
 
-    def transfer(self, b, br):
+    def transfer(self, b, p, br):
         """Move the gradients of block ``b``'s arguments to what edge ``br`` passed."""
         pairs = [(self.slots[p], a) for p, a in zip(self.ir.blocks[b].args, br.args) if p in self.slots]
         held = [self.emit(ops.identity, s) for s, _ in pairs]
         for s, _ in pairs:
             self.emit(ops.identity, None, dest=s)
         for (_, a), g in zip(pairs, held):
-            self.add_into(a, g, br.line)
+            self.add_into(a, g, br.line, p)
 
     def block(self, b):
         self.cur = self.start[b]
         for v, st in reversed(self.ir.blocks[b].stmts):
             if v in self.active:
-                self.statement(v, st)
+                self.statement(b, v, st)
         if b == 0:
             grads = [self.emit(self.unwrap, self.slots[a]) if a in self.slots else None
                      for a in self.ir.blocks[0].args]
@@ -117,7 +120,7 @@ class _Adjoint:
         edges = incoming(self.ir, b)
         if not recorded(self.ir, b):
             (p, br), = edges
-            self.transfer(b, br)
+            self.transfer(b, p, br)
             self.adj.branch(self.cur, Branch("br", self.start[p]))
             return
         e = self.emit(self.pop)
@@ -128,7 +131,7 @@ class _Adjoint:
                 self.adj.branch(self.cur, Branch("br", rest, cond=c))
                 self.adj.branch(self.cur, Branch("br", take))
                 self.cur = take
-            self.transfer(b, br)
+            self.transfer(b, p, br)
             self.adj.branch(self.cur, Branch("br", self.start[p]))
             if k < len(edges) - 1:
                 self.cur = rest

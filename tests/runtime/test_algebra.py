@@ -1,0 +1,46 @@
+"""The gradient algebra: None is zero, sparse reads accumulate in one buffer."""
+import numpy as np
+
+from bytegrad.runtime.algebra import Buffer, OneHot, accum, unwrap
+
+
+def test_none_is_zero():
+    assert accum(None, 2.0) == 2.0
+    assert accum(3.0, None) == 3.0
+    assert accum(None, None) is None
+
+
+def test_structures_add_elementwise():
+    assert accum((1.0, None), (2.0, 3.0)) == (3.0, 3.0)
+    assert accum([1.0], [2.0]) == [3.0]
+    assert accum({"a": 1.0}, {"a": 2.0, "b": 1.0}) == {"a": 3.0, "b": 1.0}
+
+
+def test_one_hots_share_one_buffer():
+    x = np.zeros(5)
+    g = accum(OneHot(x, 1, 2.0), OneHot(x, 3, 1.0))
+    assert type(g) is Buffer
+    data = g.data
+    for i in range(5):
+        g = accum(g, OneHot(x, i, 1.0))
+        assert g.data is data, "a one-hot must be added in place, not into a new array"
+    np.testing.assert_array_equal(unwrap(g), [1.0, 3.0, 1.0, 2.0, 1.0])
+
+
+def test_dense_plus_one_hot_does_not_modify_the_dense_gradient():
+    dense = np.ones(3)
+    g = accum(dense, OneHot(dense, 0, 5.0))
+    np.testing.assert_array_equal(unwrap(g), [6.0, 1.0, 1.0])
+    np.testing.assert_array_equal(dense, [1.0, 1.0, 1.0])
+
+
+def test_tuple_one_hots():
+    t = (1.0, 2.0, 3.0)
+    g = accum(OneHot(t, 2, 1.0), OneHot(t, 2, 0.5))
+    assert unwrap(g) == (None, None, 1.5)
+
+
+def test_float32_gradients_stay_float32():
+    x = np.zeros(3, np.float32)
+    g = accum(OneHot(x, 0, np.float32(1.0)), OneHot(x, 1, np.float32(1.0)))
+    assert unwrap(g).dtype == np.float32
