@@ -12,6 +12,7 @@ import operator as op
 
 import numpy as np
 
+from ..runtime.algebra import accum
 from ..runtime.rules import nondifferentiable, rule
 from ._util import conj, unbroadcast as ub
 
@@ -20,6 +21,14 @@ from ._util import conj, unbroadcast as ub
 # is needed; ``fa``/``fb`` say which operands carry a gradient.
 _FLOATS = frozenset({float, np.float64})
 _INTS = frozenset({int, bool})
+_SEQUENCES = frozenset({list, tuple})
+
+
+def _sum_items(gs):
+    total = None
+    for g in gs:
+        total = accum(total, g)
+    return total
 
 
 def _real(a, b):
@@ -36,6 +45,9 @@ def _add(a, b):
     if r is not None:
         fa, fb = r
         return a + b, lambda d: (None, d if fa else None, d if fb else None)
+    if type(a) in _SEQUENCES:  # concatenation: each side gets its slice
+        n = len(a)
+        return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
     return a + b, lambda d: (None, ub(a, d), ub(b, d))
 
 
@@ -54,6 +66,14 @@ def _mul(a, b):
     if r is not None:
         fa, fb = r
         return a * b, lambda d: (None, d * b if fa else None, a * d if fb else None)
+    if type(a) in _SEQUENCES or type(b) in _SEQUENCES:  # repetition: the copies' gradients add
+        seq, n = (a, b) if type(a) in _SEQUENCES else (b, a)
+        k = len(seq)
+
+        def back(d):
+            g = type(seq)(_sum_items(d[i::k]) for i in range(k))
+            return (None, g, None) if seq is a else (None, None, g)
+        return seq * n, back
     return a * b, lambda d: (None, ub(a, d * conj(b)), ub(b, conj(a) * d))
 
 
