@@ -1,13 +1,13 @@
 """bytegrad: reverse-mode automatic differentiation of unmodified Python, by
 source-to-source transformation of CPython bytecode."""
 from .ir import UnsupportedError
-from .runtime.api import (differentiable, grad, gradient, pullback, stages, value_and_grad,
-                          value_and_gradient)
+from .runtime.api import (differentiable, grad, gradient, pullback, stages, stop_gradient,
+                          value_and_grad, value_and_gradient)
 from .runtime.errors import NoRuleError, NotScalarError
 from .runtime.forward import Pullback, forward
 from .runtime.rules import nondifferentiable, rule
 from . import primitives  # noqa: F401  (registers the rules)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
-           "differentiable", "stages", "forward", "Pullback", "rule", "nondifferentiable",
+           "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
            "UnsupportedError", "NoRuleError", "NotScalarError"]

@@ -1,2 +1,2 @@
 """The rule library; importing it registers every rule."""
-from . import operators, containers, cells, math, builtins  # noqa: F401
+from . import operators, containers, cells, math, builtins, arrays  # noqa: F401

@@ -24,9 +24,16 @@ def pullback(f, *args, **kw):
     return y, back
 
 
+def stop_gradient(x):
+    """``x``, through which no gradient flows (a rule marks it non-differentiable)."""
+    return x
+
+
 def _seed(y, f):
-    if isinstance(y, bool) or isinstance(y, complex) or np.iscomplexobj(y):
+    if isinstance(y, complex) or np.iscomplexobj(y):
         raise NotScalarError(_scalar_message(f, y, "is complex"))
+    if isinstance(y, (int, np.integer, np.bool_)):
+        raise NotScalarError(_scalar_message(f, y, f"is a {type(y).__name__}, which carries no gradient"))
     if isinstance(y, float):
         return 1.0
     if isinstance(y, np.ndarray) and y.size == 1 and y.dtype.kind == "f":
