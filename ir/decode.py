@@ -70,11 +70,11 @@ _UNSUPPORTED = {
     "STORE_NAME": "module-level code",
 }
 
-_FLAGS = {
-    inspect.CO_GENERATOR: "generator (yield)",
-    inspect.CO_COROUTINE: "async def",
-    inspect.CO_ASYNC_GENERATOR: "async generator",
-    inspect.CO_ITERABLE_COROUTINE: "coroutine",
+_FLAGS = {  # flag → construct, and the opcode whose line to report (else the def line)
+    inspect.CO_GENERATOR: ("generator (yield)", "YIELD_VALUE"),
+    inspect.CO_COROUTINE: ("async def", None),
+    inspect.CO_ASYNC_GENERATOR: ("async generator", None),
+    inspect.CO_ITERABLE_COROUTINE: ("coroutine", None),
 }
 
 
@@ -84,9 +84,12 @@ def _strip_direction(name: str) -> str:
 
 def decode(code) -> list:
     """The version-neutral instruction stream of ``code``."""
-    for flag, what in _FLAGS.items():
+    for flag, (what, opname) in _FLAGS.items():
         if code.co_flags & flag:
-            raise UnsupportedError(what, code.co_filename, code.co_firstlineno, code.co_name)
+            lines = [i.lineno for i in Bytecode.from_code(code)
+                     if isinstance(i, Instr) and i.name == opname and i.lineno is not None]
+            raise UnsupportedError(what, code.co_filename, min(lines, default=code.co_firstlineno),
+                                   code.co_name)
     out = []
     line = code.co_firstlineno
     for ins in Bytecode.from_code(code):

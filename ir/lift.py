@@ -8,18 +8,22 @@ done after the fact).  ``for`` loops become the `ops.iterate` protocol::
 
     def f(xs):               1: (%1, %2)
         s = 0.0                %3 = iter(%2)
-        for x in xs:           br 2 (0.0, %3)
+        for x in xs:           br 2 (%3, 0.0)
             s += x           2: (%4, %5)
-        return s               %6 = ops.iterate(%2, %5)
+        return s               %6 = ops.iterate(%2, %4)
                                %7 = operator.is_not(%6, None)
-                               br 4 unless %7
+                               br 3 unless %7
+                               br 4
                              3:
+                               return %5
+                             4:
                                %8 = operator.getitem(%6, 0)
                                %9 = operator.getitem(%6, 1)
-                               %10 = operator.iadd(%4, %8)
-                               br 2 (%10, %9)
-                             4:
-                               return %4
+                               %10 = operator.iadd(%5, %8)
+                               br 2 (%9, %10)
+
+A local that some path leaves unassigned is read through `ops.bound`, which
+raises UnboundLocalError when the value that arrived is `ops.UNDEF`.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from . import ops
 from .decode import decode
 from .errors import UnsupportedError
 from .ir import IR, Branch, Global, Meta, Stmt, Var
-from .simplify import simplify
+from .simplify import simplify, substitute
 
 
 class _Null:
@@ -98,6 +102,7 @@ class _Lifter:
         self.shape = {}       # bb → shapes of its entry stack
         self.irb = {}         # bb → IR block
         self.for_body = set() # bbs that start right after a FOR_ITER
+        self.joined = set()   # block arguments standing for locals, which may be UNDEF
         self.work = []
 
     # -- edges ---------------------------------------------------------------
@@ -112,11 +117,12 @@ class _Lifter:
     def _edge(self, bb, stack, env, cond=None, line=None):
         target = self._target(bb, stack)
         flat = []
-        for s in stack:
-            if isinstance(s, _Iter):
-                flat += [s.xs, s.it]
+        for s, kind in zip(stack, self.shape[bb]):
+            # a comprehension enters its loop with the bare iterator, comes back with an _Iter
+            if kind == "iter":
+                flat += [s.xs, s.it] if isinstance(s, _Iter) else [s, s]
             elif s is not NULL:
-                flat.append(s)
+                flat.append(s.it if isinstance(s, _Iter) else s)
         args = flat + [env.get(n, ops.UNDEF) for n in self.names]
         self.ir.branch(self.cur, Branch("br", target, args, cond, line))
 
@@ -131,6 +137,7 @@ class _Lifter:
             else:
                 stack.append(self.ir.argument(b))
         env = {n: self.ir.argument(b) for n in self.names}
+        self.joined.update(env.values())
         return stack, env
 
     # -- driver --------------------------------------------------------------
@@ -148,7 +155,36 @@ class _Lifter:
                 self.line = self.bbs[bb][0].line if self.bbs[bb] else None
                 self._start_body(stack)
             self._block(bb, stack, env)
+        self._drop_bound_checks()
         return simplify(ir)
+
+    def _drop_bound_checks(self):
+        """Keep an ``ops.bound`` check only where some path may bring UNDEF to it.
+
+        ``br 2 (1)`` … ``2: (%4)`` / ``%5 = ops.bound(%4, 'y')`` / ``return %5``
+        → ``2: (%4)`` / ``return %4`` when no branch passes UNDEF on to ``%4``.
+        """
+        ir, maybe, changed = self.ir, set(), True
+        while changed:
+            changed = False
+            for blk in ir.blocks:
+                for br in blk.branches:
+                    if br.kind != "br":
+                        continue
+                    for p, a in zip(ir.blocks[br.target].args, br.args):
+                        if p not in maybe and (a is ops.UNDEF or isinstance(a, Var) and a in maybe):
+                            maybe.add(p)
+                            changed = True
+        env = {}
+        for blk in ir.blocks:
+            keep = []
+            for v, st in blk.stmts:
+                if st.fn is ops.bound and st.args[0] not in maybe:
+                    env[v] = st.args[0]
+                else:
+                    keep.append((v, st))
+            blk.stmts = keep
+        substitute(ir, env)
 
     def _start_body(self, stack):
         r = stack.pop()
@@ -182,14 +218,23 @@ class _Lifter:
     def op_LOAD_CONST(self, arg, stack, env, bb):
         stack.append(arg)
 
+    def _local(self, env, name):
+        """The value of local ``name``, checked unless it is surely assigned."""
+        v = env.get(name, ops.UNDEF)
+        if v is ops.UNDEF:
+            return self.emit(ops.unbound_local, name)
+        if isinstance(v, Var) and v in self.joined:
+            v = env[name] = self.emit(ops.bound, v, name)
+        return v
+
     def op_LOAD_FAST(self, arg, stack, env, bb):
-        v = env.get(arg, ops.UNDEF)
-        stack.append(self.emit(ops.unbound_local, arg) if v is ops.UNDEF else v)
+        stack.append(self._local(env, arg))
 
     def op_STORE_FAST(self, arg, stack, env, bb):
         env[arg] = stack.pop()
 
     def op_DELETE_FAST(self, arg, stack, env, bb):
+        self._local(env, arg)
         env[arg] = ops.UNDEF
 
     def op_LOAD_GLOBAL(self, arg, stack, env, bb):
@@ -317,7 +362,21 @@ class _Lifter:
         nk = len(self.kwnames)
         pos, kw = args[:len(args) - nk], dict(zip(self.kwnames, args[len(args) - nk:]))
         self.kwnames = ()
+        if isinstance(fn, Global) and fn.name == "super" and not args:
+            pos = self._super_args(env)
         stack.append(self.emit(fn, *pos, **kw))
+
+    def _super_args(self, env):
+        """Zero-argument ``super()`` reads the ``__class__`` cell and the first local,
+        which the emitted code has not: ``super()`` → ``super(%5, %2)`` with
+        ``%5 = ops.cell_get(%4, '__class__')``."""
+        code = self.code
+        if "__class__" not in code.co_freevars or not code.co_argcount:
+            return []  # fails at run time as it would have
+        first = code.co_varnames[0]
+        obj = (self.emit(ops.cell_get, env[f"cell:{first}"], first) if first in code.co_cellvars
+               else self._local(env, first))
+        return [self.emit(ops.cell_get, env["cell:__class__"], "__class__"), obj]
 
     def op_CALL_FUNCTION_EX(self, arg, stack, env, bb):
         kw = stack.pop() if arg & 1 else None
@@ -351,6 +410,9 @@ class _Lifter:
 
     def op_STORE_DEREF(self, arg, stack, env, bb):
         self.emit(ops.cell_set, env[f"cell:{arg}"], stack.pop())
+
+    def op_DELETE_DEREF(self, arg, stack, env, bb):
+        self.emit(ops.cell_delete, env[f"cell:{arg}"], arg, arg in self.code.co_cellvars)
 
     # -- control flow --------------------------------------------------------
     def op_JUMP(self, arg, stack, env, bb):

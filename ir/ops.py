@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import types
+from itertools import islice
 
 
 class _Undef:
@@ -20,6 +21,7 @@ class _Undef:
 
 
 UNDEF = _Undef()
+_NONE = object()
 
 
 def identity(x):
@@ -63,18 +65,25 @@ def iterate(xs, state):
     ``state`` is the iterator ``iter(xs)`` returned; passing ``xs`` along lets a
     rule see which container the value comes from.
     """
-    for v in state:
-        return (v, state)
-    return None
+    try:  # ``next``, not ``for``: like FOR_ITER, it needs no ``__iter__`` on the state
+        return (next(state), state)
+    except StopIteration:
+        return None
 
 
 def unpack(seq, n):
     """``a, b = seq``: the items of ``seq`` as a tuple, which must have length ``n``."""
-    t = tuple(seq)
-    if len(t) != n:
-        if len(t) > n:
-            raise ValueError(f"too many values to unpack (expected {n})")
+    if type(seq) is tuple or type(seq) is list:
+        t = tuple(seq)
+        more = len(t) > n
+    else:  # like UNPACK_SEQUENCE, take at most n + 1 items from an iterator
+        it = iter(seq)
+        t = tuple(islice(it, n))
+        more = len(t) == n and next(it, _NONE) is not _NONE
+    if len(t) < n:
         raise ValueError(f"not enough values to unpack (expected {n}, got {len(t)})")
+    if more:
+        raise ValueError(f"too many values to unpack (expected {n})")
     return t
 
 
@@ -136,9 +145,19 @@ def list_to_tuple(xs):
 
 
 def raise_from(exc, cause):
-    """``raise exc from cause``: the exception to raise."""
-    if isinstance(exc, type):
+    """``raise exc from cause``: the exception to raise.
+
+    ``raise E from C`` → ``%3 = ops.raise_from(E, C)`` / ``raise %3``; classes are
+    instantiated, and anything not an exception fails as ``raise`` would.
+    """
+    if isinstance(exc, type) and issubclass(exc, BaseException):
         exc = exc()
+    if not isinstance(exc, BaseException):
+        return exc  # ``raise %3`` fails with "exceptions must derive from BaseException"
+    if isinstance(cause, type) and issubclass(cause, BaseException):
+        cause = cause()
+    elif cause is not None and not isinstance(cause, BaseException):
+        raise TypeError("exception causes must derive from BaseException")
     exc.__cause__ = cause
     return exc
 
@@ -172,6 +191,18 @@ def cell_set(cell, value):
     cell.cell_contents = value
 
 
+def cell_delete(cell, name="?", local=True):
+    """``del y`` of a variable living in a cell: ``ops.cell_delete(%3, 'y', True)``;
+    ``local`` is False when the cell is a free variable (``nonlocal y``)."""
+    try:
+        del cell.cell_contents
+    except ValueError:
+        if local:
+            unbound_local(name)
+        raise NameError(f"cannot access free variable '{name}' where it is not associated "
+                        f"with a value in enclosing scope") from None
+
+
 def closure_cell(fn, i):
     """Cell ``i`` of a function's closure (``COPY_FREE_VARS``)."""
     return fn.__closure__[i]
@@ -203,3 +234,14 @@ def not_contains(container, item):
 
 def unbound_local(name):
     raise UnboundLocalError(f"local variable '{name}' referenced before assignment")
+
+
+def bound(x, name):
+    """A read of a local that some path leaves unassigned: ``x``, unless it is UNDEF.
+
+    ``if c: y = 1`` / ``return y`` → ``3: (%4)`` / ``%5 = ops.bound(%4, 'y')`` /
+    ``return %5``, where block 3 receives ``br 3 (1)`` and ``br 3 (UNDEF)``.
+    """
+    if x is UNDEF:
+        unbound_local(name)
+    return x

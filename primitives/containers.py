@@ -235,3 +235,22 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   np.shape, np.ndim, np.size)
 
 sparse_gradients(op.getitem, ops.iterate)
+
+
+@rule(ops.bound)
+def _bound(x, name):
+    return ops.bound(x, name), lambda d: (None, d, None)
+
+
+def _merge_rule(merge):
+    def r(m, other):
+        before = set(m)
+        y = merge(m, other)
+        return y, lambda d: (None, {k: g for k, g in d.items() if k in before and k not in other},
+                             {k: d.get(k) for k in other})
+    return r
+
+
+for _merge in (ops.dict_update, ops.dict_merge):
+    rule(_merge)(_merge_rule(_merge))
+nondifferentiable(ops.cell_delete)

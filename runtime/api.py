@@ -32,8 +32,6 @@ def stop_gradient(x):
 def _seed(y, f):
     if isinstance(y, complex) or np.iscomplexobj(y):
         raise NotScalarError(_scalar_message(f, y, "is complex"))
-    if isinstance(y, (int, np.integer, np.bool_)):
-        raise NotScalarError(_scalar_message(f, y, f"is a {type(y).__name__}, which carries no gradient"))
     if isinstance(y, float):
         return 1.0
     if isinstance(y, np.ndarray) and y.size == 1 and y.dtype.kind == "f":
@@ -59,6 +57,8 @@ def gradient(f, *args, **kw):
 
 def value_and_gradient(f, *args, **kw):
     y, back = pullback(f, *args, **kw)
+    if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
+        return y, (None,) * len(args)
     return y, back(_seed(y, f))
 
 

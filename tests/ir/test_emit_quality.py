@@ -1,0 +1,83 @@
+"""Performance sanity without timing anything: the lifter's output stays small and
+the emitter turns operations back into native instructions, so emitted code does
+the work of the original with about as many instructions."""
+from __future__ import annotations
+
+import dis
+
+import pytest
+
+from bytegrad.ir import Global, emit, lift, ops
+from test_lift_oracle import CORPUS
+
+
+def instructions(code):
+    return [i.opname for i in dis.get_instructions(code)]
+
+
+def test_arithmetic_becomes_native_instructions():
+    def f(x, y):
+        z = x * y + 3.0 - x / y
+        z **= 2
+        return -z if z > 0 and x is not None else z @ y if x in y else y[1:2]
+    ops_ = instructions(emit(lift(f)))
+    assert "CALL" not in ops_
+    assert {"BINARY_OP", "COMPARE_OP", "IS_OP", "CONTAINS_OP", "UNARY_NEGATIVE",
+            "BINARY_SUBSCR", "BUILD_SLICE"} <= set(ops_)
+
+
+def test_attributes_items_and_containers_become_native_instructions():
+    def f(o, xs):
+        o.a = xs[0]
+        xs[1] = o.b
+        return (o.a, [xs], {o.b})
+    ops_ = instructions(emit(lift(f)))
+    assert "CALL" not in ops_
+    assert {"LOAD_ATTR", "STORE_ATTR", "BINARY_SUBSCR", "STORE_SUBSCR",
+            "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET"} <= set(ops_)
+
+
+def test_for_loop_calls_only_the_iteration_protocol():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x * i
+        return s
+    ir = lift(f)
+    calls = [st.fn for _, _, st in ir.statements() if getattr(st.fn, "__module__", "") != "_operator"]
+    assert calls == [Global("range"), iter, ops.iterate]
+    assert instructions(emit(ir)).count("CALL") == 3  # range, iter, iterate
+
+
+@pytest.mark.parametrize("f", [f for f, _ in CORPUS], ids=[f.__name__ for f, _ in CORPUS])
+def test_emitted_code_is_not_much_bigger(f):
+    before = len(instructions(f.__code__))
+    after = len(instructions(emit(lift(f))))
+    assert after <= 5 * before + 20
+
+
+def test_unbound_checks_only_where_a_path_leaves_the_local_unassigned():
+    checked = {f.__name__ for f, _ in CORPUS
+               if any(st.fn is ops.bound for _, _, st in lift(f).statements())}
+    assert checked == {"maybe_deleted", "maybe_assigned", "loop_variable_after_empty_loop",
+                       "maybe_deleted_then_deleted", "maybe_assigned_in_loop"}
+
+
+def _generated(n):
+    body = "\n".join(f"        t{i % 7} = s * {i} + t{(i + 3) % 7}" for i in range(n))
+    src = (f"def g(x, n):\n    s = x\n" + "".join(f"    t{j} = {j}\n" for j in range(7)) +
+           f"    for k in range(n):\n{body}\n        s = s + t0\n    return s\n")
+    ns = {}
+    exec(compile(src, "<generated>", "exec"), ns)
+    return ns["g"]
+
+
+def test_lifting_scales_linearly_and_keeps_only_live_loop_variables():
+    sizes = {}
+    for n in (50, 100, 200):
+        ir = lift(_generated(n))
+        sizes[n] = sum(1 for _ in ir.statements())
+        assert len(ir.blocks) <= 4
+        # the loop header carries the iterator, s and t0..t6, nothing else
+        assert max(len(b.args) for b in ir.blocks[1:]) <= 9
+    assert sizes[200] - sizes[100] == 2 * (sizes[100] - sizes[50])

@@ -1,0 +1,170 @@
+"""Constructs the lifter rejects: each raises `UnsupportedError` naming the
+construct and pointing at ``file:line`` of the offending line, marked ``# <-``
+below."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from bytegrad.ir import UnsupportedError, lift
+
+
+def try_except(x):
+    y = x
+    try:  # <-
+        y = 1 / x
+    except ZeroDivisionError:
+        y = 0
+    return y
+
+
+def try_finally(x):
+    y = x
+    try:  # <-
+        y = 1 / x
+    finally:
+        y = 0
+    return y
+
+
+def try_in_loop(xs):
+    s = 0
+    for x in xs:
+        if x:
+            try:  # <-
+                s += 1 / x
+            except ZeroDivisionError:
+                pass
+    return s
+
+
+def with_statement(path):
+    y = None
+    with open(path) as fh:  # <-
+        y = fh.read()
+    return y
+
+
+def generator(x):
+    y = x * 2
+    yield y  # <-
+    yield x
+
+
+def generator_yield_from(xs):
+    y = len(xs)
+    z = yield from xs  # <-
+    return y, z
+
+
+async def async_def(x):  # <-
+    return x
+
+
+async def async_await(x):  # <-
+    y = x
+    return await y
+
+
+def match_sequence(x):
+    y = x
+    match y:
+        case [a, b]:  # <-
+            return a + b
+    return 0
+
+
+def match_mapping(x):
+    match x:
+        case {"k": v}:  # <-
+            return v
+    return None
+
+
+def match_class(x):
+    match x:
+        case int(n):  # <-
+            return n
+    return None
+
+
+def class_definition(x):
+    y = x
+    class Local:  # <-
+        z = 1
+    return Local, y
+
+
+def bare_raise(x):
+    if x:
+        raise  # <-
+    return x
+
+
+CASES = [
+    (try_except, "try"),
+    (try_finally, "finally"),
+    (try_in_loop, "except"),
+    (with_statement, "with"),
+    (generator, "yield"),
+    (generator_yield_from, "yield"),
+    (async_def, "async def"),
+    (async_await, "async def"),
+    (match_sequence, "match statement"),
+    (match_mapping, "match statement"),
+    (match_class, "match statement"),
+    (class_definition, "class definition"),
+    (bare_raise, "bare raise"),
+]
+
+
+def marked_line(f):
+    lines, first = inspect.getsourcelines(f)
+    (i,) = [i for i, line in enumerate(lines) if line.rstrip().endswith("# <-")]
+    return first + i
+
+
+@pytest.mark.parametrize("f, construct", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_rejected_with_construct_and_line(f, construct):
+    with pytest.raises(UnsupportedError) as info:
+        lift(f)
+    e = info.value
+    line = marked_line(f)
+    assert construct in e.construct
+    assert e.line == line
+    assert e.filename == f.__code__.co_filename
+    msg = str(e)
+    assert construct in msg
+    assert f"{f.__code__.co_filename}:{line}:" in msg
+    assert f.__name__ in msg
+
+
+def test_literal_match_is_lifted_like_if_elif():
+    """A ``match`` with only literal patterns compiles to plain comparisons, which lift."""
+    from bytegrad.ir import function
+
+    def f(x):
+        match x:
+            case 1:
+                return "one"
+            case _:
+                return "other"
+    g = function(lift(f), f.__globals__)
+    assert [g(f, 1), g(f, 2)] == ["one", "other"]
+
+
+def test_nested_unsupported_code_is_not_lifted():
+    """Defining a generator or a function with ``try`` inside lifted code is fine:
+    only the outer function's own bytecode is lifted."""
+    from bytegrad.ir import function
+
+    def f(xs):
+        def safe(x):
+            try:
+                return 1 / x
+            except ZeroDivisionError:
+                return 0.0
+        return sum(safe(x) for x in xs)
+    g = function(lift(f), f.__globals__)
+    assert g(f, [1, 0, 2]) == f([1, 0, 2])
