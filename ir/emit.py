@@ -44,12 +44,30 @@ class _Emitter:
         self.used = {x for _, _, st in ir.statements() for x in st.operands() if isinstance(x, Var)}
         self.used |= {x for blk in ir.blocks for br in blk.branches for x in br.operands()
                       if isinstance(x, Var)}
+        self.uses, self.user_block = {}, {}
+        for b, blk in enumerate(ir.blocks):
+            xs = [x for _, st in blk.stmts for x in st.operands()]
+            xs += [x for br in blk.branches for x in br.operands()]
+            for x in xs:
+                if isinstance(x, Var):
+                    self.uses[x] = self.uses.get(x, 0) + 1
+                    self.user_block[x] = b
+        self.alias = {}    # var → var holding the same object (a loop's iterator)
+        self.inline = {}   # var → node to emit in place of loading it
+        self.record = None
+        self.skip = {}     # statements the FOR_ITER lowering emits itself
 
     def i(self, name, arg=_NOARG, line=None):
         self.out.append(Instr(name, lineno=line) if arg is _NOARG else Instr(name, arg, lineno=line))
 
     def load(self, x, line):
-        if isinstance(x, (Var, Slot)):
+        x = self.alias.get(x, x)
+        if self.record is not None and isinstance(x, Var):
+            self.record.append(x)
+        node = self.inline.pop(x, None) if isinstance(x, Var) else None
+        if node is not None:
+            self.node(node)
+        elif isinstance(x, (Var, Slot)):
             self.i("LOAD_FAST", repr(x), line)
         elif isinstance(x, Global):
             self.i("LOAD_GLOBAL", (False, x.name), line)
@@ -60,7 +78,8 @@ class _Emitter:
         for x in xs:
             self.load(x, line)
 
-    def stmt(self, v, st):
+    def code(self, v, st):
+        """Emit ``st``, leaving its value on the stack; False if it has none."""
         line, fn, args = st.line, st.fn, st.args
         native = not st.kw and not isinstance(fn, (Var, Global)) and _hashable(fn)
         if native and fn is ops.identity:
@@ -86,14 +105,14 @@ class _Emitter:
         elif native and fn is operator.setitem and len(args) == 3:
             self.loads([args[2], args[0], args[1]], line)
             self.i("STORE_SUBSCR", line=line)
-            return self.none(v, line)
+            return False
         elif native and fn is getattr and len(args) == 2 and type(args[1]) is str:
             self.load(args[0], line)
             self.i("LOAD_ATTR", args[1], line)
         elif native and fn is setattr and len(args) == 3 and type(args[1]) is str:
             self.loads([args[2], args[0]], line)
             self.i("STORE_ATTR", args[1], line)
-            return self.none(v, line)
+            return False
         elif native and fn in _BUILD:
             self.loads(args, line)
             self.i(_BUILD[fn], len(args), line)
@@ -102,7 +121,117 @@ class _Emitter:
             self.i("BUILD_SLICE", len(args), line)
         else:
             self.call(fn, args, st.kw, line)
-        self.store(v, line)
+        return True
+
+    def stmt(self, v, st):
+        if self.code(v, st):
+            self.store(v, st.line)
+        else:
+            self.none(v, st.line)
+
+    # -- expression trees: a value used once, later in its own block, is computed
+    #    where it is used instead of going through a local (as CPython does) -----
+    def load_order(self, v, st):
+        out, self.out, self.record, inline, self.inline = self.out, [], [], self.inline, {}
+        self.code(v, st)
+        order = self.record
+        self.out, self.record, self.inline = out, None, inline
+        return order
+
+    def deferrable(self, b, v, st):
+        return isinstance(v, Var) and self.uses.get(v) == 1 and self.user_block.get(v) == b \
+            and st.fn not in (operator.setitem, setattr) if _hashable(st.fn) else False
+
+    def take(self, order, pending):
+        """The pending nodes ``order`` consumes: the tail of ``pending``, in order."""
+        names = [n[0] for n in pending]
+        used = [x for x in order if x in names]
+        k = len(used)
+        if k and len(set(used)) == k and used == names[len(names) - k:]:
+            taken = pending[len(pending) - k:]
+            del pending[len(pending) - k:]
+            return {n[0]: n for n in taken}
+        if used:
+            self.flush(pending)
+        return {}
+
+    def process(self, b, v, st, pending):
+        node = (v, st, self.take(self.load_order(v, st), pending))
+        if self.deferrable(b, v, st):
+            pending.append(node)
+        else:
+            self.flush(pending)
+            self.node(node, store=True)
+
+    def node(self, node, store=False):
+        v, st, children = node
+        saved, self.inline = self.inline, dict(children)
+        value = self.code(v, st)
+        self.inline = saved
+        if store:
+            self.store(v, st.line) if value else self.none(v, st.line)
+
+    def flush(self, pending):
+        for n in pending:
+            self.node(n, store=True)
+        pending.clear()
+
+    def branches(self, b, brs, pending):
+        first = brs[0]
+        simple = first.kind != "br" or (first.cond is not None and not self.passes(first))
+        order = [x for x in first.operands() if isinstance(x, Var)] if simple else []
+        self.inline = self.take(order, pending) if order else {}
+        self.flush(pending)
+        for k, br in enumerate(brs):
+            self.branch(b, br, k == len(brs) - 1)
+        self.inline = {}
+
+    def passes(self, br):
+        return any(p is not self.alias.get(a, a) for p, a in zip(self.ir.blocks[br.target].args, br.args))
+
+    # -- for loops: ops.iterate lowered to FOR_ITER --------------------------
+    def for_iter_pattern(self, b):
+        """``%r = ops.iterate(%xs, %it); %c = is_not(%r, None); br E unless %c; br B``
+        where block B (entered only from here) reads ``%r[0]`` and ``%r[1]``."""
+        blk = self.ir.blocks[b]
+        if len(blk.stmts) < 2 or len(blk.branches) != 2:
+            return None
+        (r, it_st), (c, test) = blk.stmts[-2], blk.stmts[-1]
+        out, body = blk.branches
+        if it_st.fn is not ops.iterate or it_st.kw or test.fn is not operator.is_not \
+                or test.args != (r, None) or out.cond is not c or body.cond is not None \
+                or self.uses.get(c) != 1 or self.ir.cfg.preds[body.target] != [b]:
+            return None
+        reads = {st.args[1]: v for v, st in self.ir.blocks[body.target].stmts
+                 if st.fn is operator.getitem and st.args[0] is r and st.args[1] in (0, 1)}
+        if self.uses.get(r) != 1 + len(reads):
+            return None
+        if 1 in reads:  # the iterator after a step is the iterator itself
+            self.alias[reads[1]] = it_st.args[1]
+        self.skip.update((v, k) for k, v in reads.items())
+        return it_st.args[1], reads.get(0), out, body
+
+    def for_iter(self, b, it, value, out, body):
+        """``LOAD it; FOR_ITER exit; STORE value; POP_TOP (the iterator)``, then the body.
+
+        FOR_ITER jumps forward only: to the exit block itself when that follows
+        and needs no arguments, else to a stub after the jump into the body.
+        """
+        line = out.line
+        direct = not self.passes(out) and self.pos[out.target] > self.pos[b]
+        exit_ = self.labels[out.target] if direct else Label()
+        self.load(it, line)
+        self.i("FOR_ITER", exit_, line)
+        if value is not None:
+            self.i("STORE_FAST", repr(value), line)
+        else:
+            self.i("POP_TOP", line=line)
+        self.i("POP_TOP", line=line)  # the iterator, which FOR_ITER left below the value
+        self.branch(b, body, direct)
+        if not direct:
+            self.out.append(exit_)
+            self.assign(out.target, out.args, line)
+            self.jump(b, out.target, line)
 
     def call(self, fn, args, kw, line):
         self.i("PUSH_NULL", line=line)
@@ -127,7 +256,7 @@ class _Emitter:
             self.i("STORE_FAST", repr(v), line)
 
     def jump(self, b, t, line, cond=None):
-        fwd = t > b
+        fwd = self.pos[t] > self.pos[b]
         if cond is None:
             self.i("JUMP_FORWARD" if fwd else "JUMP_BACKWARD", self.labels[t], line)
         else:
@@ -135,7 +264,7 @@ class _Emitter:
 
     def assign(self, t, args, line):
         params = self.ir.blocks[t].args
-        pairs = [(p, a) for p, a in zip(params, args) if p is not a]
+        pairs = [(p, a) for p, a in zip(params, args) if p is not self.alias.get(a, a)]
         self.loads([a for _, a in pairs], line)
         for p, _ in reversed(pairs):
             self.i("STORE_FAST", repr(p), line)
@@ -150,9 +279,9 @@ class _Emitter:
             self.i("RAISE_VARARGS", 1, line)
         elif br.cond is None:
             self.assign(br.target, br.args, line)
-            if not (last and br.target == b + 1):
+            if not (last and self.pos[br.target] == self.pos[b] + 1):
                 self.jump(b, br.target, line)
-        elif not any(p is not a for p, a in zip(self.ir.blocks[br.target].args, br.args)):
+        elif not self.passes(br):
             self.load(br.cond, line)
             self.jump(b, br.target, line, "FALSE")
         else:
@@ -163,15 +292,35 @@ class _Emitter:
             self.jump(b, br.target, line)
             self.out.append(skip)
 
+    def layout(self):
+        """Block order: as in the IR, but a loop body right after its FOR_ITER."""
+        loops = {b: self.for_iter_pattern(b) for b in range(len(self.ir.blocks))}
+        order = [b for b in range(len(self.ir.blocks))]
+        for b, loop in loops.items():
+            if loop:
+                order.remove(loop[3].target)
+                order.insert(order.index(b) + 1, loop[3].target)
+        self.pos = {b: i for i, b in enumerate(order)}
+        return order, loops
+
     def run(self):
         ir = self.ir
         self.i("RESUME", 0, ir.meta.firstlineno)
-        for b, blk in enumerate(ir.blocks):
+        order, loops = self.layout()
+        for b in order:
+            blk = ir.blocks[b]
             self.out.append(self.labels[b])
-            for v, st in blk.stmts:
-                self.stmt(v, st)
-            for k, br in enumerate(blk.branches):
-                self.branch(b, br, k == len(blk.branches) - 1)
+            loop = loops[b]
+            stmts = blk.stmts[:-2] if loop else blk.stmts
+            pending = []
+            for v, st in stmts:
+                if v not in self.skip:
+                    self.process(b, v, st, pending)
+            if loop:
+                self.flush(pending)
+                self.for_iter(b, *loop)
+            else:
+                self.branches(b, blk.branches, pending)
         code = Bytecode(self.out)
         code.name = ir.meta.name
         code.filename = ir.meta.filename

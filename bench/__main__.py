@@ -1,0 +1,372 @@
+"""``python -m bytegrad.bench``: gradient time / primal time for bytegrad and its peers.
+
+Each peer (bytegrad, autograd, torch, jax) runs in a subprocess of its own
+(``bench/peer.py``), because importing one AD library can slow another (importing
+torch makes autograd about 1.5x slower); every process is pinned to one thread.  A
+subprocess times the plain primal (the NumPy/Python function) and the peer's gradient
+for each case in ``bench/cases.py`` and prints its results as JSON; this process
+collects them and writes ``bench/results/results.md`` (also printed),
+``bench/results/results.png`` and ``bench/results/results.json``.  The bytegrad
+subprocess also measures the emitted code against the original (``bench/emit_speed.py``).
+A peer that is not installed is shown as "n/a".
+
+jax without jit needs seconds per gradient of the loop cases and over a minute to warm up
+each (every distinct ``x[i]`` is compiled), so by default it runs them at a smaller size
+(the ratio is against the primal at that size); ``--jax-full`` runs the full size
+(several minutes).  jax with jit runs the full size, its compiles skipped when they would
+not fit in ``--budget`` (default 160 s, the time the whole run aims for).
+``--peers bytegrad,torch`` runs a subset.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .cases import CASES
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+PEERS = ["bytegrad", "autograd", "torch", "jax"]
+TARGET = 20.0          # the issue's target: the Rosenbrock loop gradient within 20x its primal
+TARGET_CASE = "rosenbrock_loop"
+EMIT_TARGET = 1.1      # emitted code within 1.0-1.1x of the original
+WRONG = 1e-6           # relative error above which a gradient is reported as wrong
+PEER_TIMEOUT = 90.0    # seconds per peer subprocess, except jax (see main)
+THREADS = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                            "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                            "NUMEXPR_NUM_THREADS")}
+# Columns of the ratio table: (title, peer, kind of record).
+COLUMNS = [("bytegrad", "bytegrad", "cases"), ("autograd", "autograd", "cases"),
+           ("torch (eager)", "torch", "cases"), ("jax (no jit)", "jax", "cases"),
+           ("jax (jit)", "jax", "jit")]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_peer(peer: str, timeout: float, extra=()) -> dict:
+    """Run one peer's subprocess; its records grouped by kind, and how it ended."""
+    env = dict(os.environ, **THREADS)
+    cmd = [sys.executable, str(HERE / "peer.py"), peer, *extra]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None, text=True,
+                           timeout=timeout)
+        out, status = p.stdout, (None if p.returncode == 0 else f"exit code {p.returncode}")
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        status = f"timed out after {timeout:.0f} s"
+    res = {"peer": peer, "info": None, "cases": {}, "jit": {}, "emit": [], "status": status,
+           "wall": time.perf_counter() - t0}
+    for line in out.splitlines():
+        if not line.startswith("BENCH "):
+            if line.strip():
+                log(f"  [{peer} stdout] {line}")
+            continue
+        rec = json.loads(line[len("BENCH "):])
+        kind = rec.get("kind")
+        if kind == "peer":
+            res["info"] = rec
+        elif kind in ("case", "jit"):
+            res["cases" if kind == "case" else "jit"][rec["case"]] = rec
+        elif kind == "emit":
+            res["emit"].append(rec)
+    if status:
+        log(f"  [{peer}] {status}")
+    return res
+
+
+# ---------------------------------------------------------------------------- formatting
+
+def fmt_time(s) -> str:
+    if s is None:
+        return ""
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def fmt_ratio(r) -> str:
+    return f"{r:.2f}×" if r < 10 else f"{r:.1f}×" if r < 100 else f"{r:,.0f}×"
+
+
+class Notes:
+    """Numbered footnotes for errors, wrong gradients and skips."""
+
+    def __init__(self):
+        self.items = []
+
+    def ref(self, text: str) -> str:
+        if text not in self.items:
+            self.items.append(text)
+        return f"[{self.items.index(text) + 1}]"
+
+
+def available(res) -> bool:
+    return bool(res and res["info"] and res["info"].get("available"))
+
+
+def wrong(rec) -> bool:
+    return rec.get("rel_error", 0.0) > WRONG
+
+
+def error_note(rec) -> str:
+    detail = (rec.get("detail") or rec["error"]).strip()
+    first = detail.splitlines()[0] if detail else ""
+    return f"`{rec['error'].split(':')[0]}`: {first}" + (
+        f" (raised at {rec['where']})" if rec.get("where") else "")
+
+
+def cell(res, rec, notes: Notes, who: str) -> str:
+    """One cell of the ratio table: the ratio, or why there is none."""
+    if res is None:
+        return "not run"
+    if not available(res):
+        if res["info"] is None:  # the subprocess said nothing useful
+            return "n/a " + notes.ref(f"{res['peer']}: {res['status'] or 'no output'}")
+        return "n/a " + notes.ref(f"{res['peer']}: not available ({res['info'].get('error')})")
+    if rec is None:
+        return "— " + notes.ref(f"{who}: no result ({res['status'] or 'not measured'})")
+    if "skipped" in rec:
+        return "skipped " + notes.ref(f"{who}: skipped, {rec['skipped']}")
+    if "error" in rec:
+        return "**error** " + notes.ref(f"{who}: {error_note(rec)}")
+    text = fmt_ratio(rec["ratio"])
+    if rec.get("size"):
+        text += " " + notes.ref(f"{who}: measured at {rec['size']} (the full size takes minutes "
+                                f"without jit; `--jax-full` runs it), against the primal at "
+                                f"that size")
+    if wrong(rec):
+        text += " **wrong gradient** " + notes.ref(
+            f"{who}: the gradient differs from the closed form by {rec['rel_error']:.2g} "
+            f"(max abs. difference / max(1, max |reference|))")
+    return text
+
+
+def git_commit() -> str:
+    try:
+        root = HERE.parent
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, text=True, capture_output=True).stdout.strip()
+        return sha + (" + uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def markdown(results: dict, elapsed: float) -> str:
+    notes = Notes()
+    out = ["# bytegrad benchmarks", ""]
+    versions = ", ".join(
+        f"{p} {results[p]['info'].get('version')}" if available(results.get(p)) else f"{p} n/a"
+        for p in PEERS if p in results)
+    py = next((r["info"]["python"] for r in results.values() if available(r)), sys.version.split()[0])
+    out += [f"{datetime.date.today().isoformat()} · Python {py} · {cpu_name()} · 1 thread "
+            f"(`OMP/OPENBLAS/MKL_NUM_THREADS=1`, `torch.set_num_threads(1)`) · bytegrad at "
+            f"{git_commit()} · {versions} · each peer in its own process · whole run "
+            f"{elapsed:.0f} s", ""]
+
+    out += ["## Gradient time / primal time", "",
+            "Lower is better. The primal is the plain Python/NumPy function, timed in the same "
+            "process as the gradient; times are the best of up to 6 timeit loops "
+            "(`bench/timer.py`). Each gradient is checked against a closed form.", ""]
+    out.append("| case | " + " | ".join(c[0] for c in COLUMNS) + " |")
+    out.append("|---|" + "---:|" * len(COLUMNS))
+    for case in CASES:
+        row = [f"`{case.name}`"]
+        for title, peer, kind in COLUMNS:
+            res = results.get(peer)
+            rec = res[kind].get(case.name) if res else None
+            row.append(cell(res, rec, notes, f"{title}, {case.name}"))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    for case in CASES:
+        out.append(f"* `{case.name}`: {case.description}.")
+    out.append("")
+
+    bg = results.get("bytegrad")
+    rec = bg["cases"].get(TARGET_CASE) if bg else None
+    if rec and "ratio" in rec and not wrong(rec):
+        verdict = "met" if rec["ratio"] <= TARGET else "**not met**"
+        out += [f"Target (issue): the `{TARGET_CASE}` gradient within {TARGET:.0f}× of its primal "
+                f"— {verdict} ({fmt_ratio(rec['ratio'])}).", ""]
+    else:
+        out += [f"Target (issue): the `{TARGET_CASE}` gradient within {TARGET:.0f}× of its primal "
+                f"— no valid bytegrad measurement.", ""]
+
+    out += ["## Absolute times", "",
+            "| case | peer | primal | gradient | gradient / primal | first call | max rel. error |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for case in CASES:
+        for title, peer, kind in COLUMNS:
+            res = results.get(peer)
+            if not available(res):
+                continue
+            rec = res[kind].get(case.name)
+            if rec is None or "skipped" in rec:
+                continue
+            first = rec.get("compile", rec.get("first"))
+            first_text = fmt_time(first) + (" (compile)" if "compile" in rec else "")
+            if "error" in rec:
+                out.append(f"| `{case.name}` | {title} | {fmt_time(rec.get('primal'))} | "
+                           f"{rec['error'].split(':')[0]} | | | |")
+                continue
+            err = rec.get("rel_error")
+            label = f"{title} at {rec['size']}" if rec.get("size") else title
+            out.append(f"| `{case.name}` | {label} | {fmt_time(rec['primal'])} | "
+                       f"{fmt_time(rec['grad'])} | {fmt_ratio(rec['ratio'])} | {first_text} | "
+                       f"{'' if err is None else f'{err:.1e}'} |")
+    out.append("")
+
+    out += ["## Emitted code speed", "",
+            "`function(lift(f), f.__globals__)` (lifted to the IR and emitted back to bytecode) "
+            f"against `f` itself; target ≤ {EMIT_TARGET:.1f}×.", "",
+            "| function | what | original | emitted | emitted / original |",
+            "|---|---|---:|---:|---:|"]
+    if not available(bg) or not bg["emit"]:
+        out.append("| n/a | | | | |")
+    for r in (bg["emit"] if bg else []):
+        if "error" in r:
+            out.append(f"| `{r['name']}` | {r['description']} | | | **error** "
+                       f"{notes.ref('emit ' + r['name'] + ': ' + error_note(r))} |")
+            continue
+        ratio = fmt_ratio(r["ratio"])
+        if r["ratio"] > EMIT_TARGET:
+            ratio = f"**{ratio}**"
+        if not r.get("same_result", True):
+            ratio += " " + notes.ref(f"emit {r['name']}: the emitted code returned a different result")
+        out.append(f"| `{r['name']}` | {r['description']} | {fmt_time(r['original'])} | "
+                   f"{fmt_time(r['emitted'])} | {ratio} |")
+    out.append("")
+
+    if notes.items:
+        out += ["## Notes", ""]
+        out += [f"{i}. {t}" for i, t in enumerate(notes.items, 1)]
+        out.append("")
+    return "\n".join(out)
+
+
+def plot(results: dict, path: Path):
+    """A grouped bar chart of gradient/primal ratios, log scale."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is not installed: no chart")
+        return False
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    width = 0.8 / len(COLUMNS)
+    colors = ["#d62728", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a"]
+    ymax, ymin, small = TARGET, 1.0, False
+    for k, ((title, peer, kind), color) in enumerate(zip(COLUMNS, colors)):
+        res = results.get(peer)
+        for i, case in enumerate(CASES):
+            x = i + (k - (len(COLUMNS) - 1) / 2) * width
+            rec = res[kind].get(case.name) if res else None
+            if rec is not None and "ratio" in rec:
+                bad = wrong(rec)
+                ax.bar(x, rec["ratio"], width, color=color, hatch="xx" if bad else None,
+                       edgecolor="black" if bad else color,
+                       label=title if i == 0 else None)
+                label = (fmt_ratio(rec["ratio"]) + ("†" if rec.get("size") else "")
+                         + (" wrong" if bad else ""))
+                ax.text(x, rec["ratio"] * 1.08, label, ha="center", va="bottom", fontsize=7,
+                        rotation=90)
+                ymax, ymin = max(ymax, rec["ratio"]), min(ymin, rec["ratio"] / 2)
+                small = small or bool(rec.get("size"))
+            else:
+                why = ("n/a" if not available(res) else "skipped" if rec and "skipped" in rec
+                       else "error" if rec and "error" in rec else "—")
+                ax.bar(x, 0, width, color=color, label=title if i == 0 else None)
+                ax.text(x, 1.15, why, ha="center", va="bottom", fontsize=7, rotation=90,
+                        color="gray")
+    ax.axhline(TARGET, color="black", linestyle="--", linewidth=1)
+    ax.text(len(CASES) - 0.5, TARGET * 1.05, f"target {TARGET:.0f}×", ha="right", va="bottom",
+            fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(ymin, ymax * 12)
+    if small:
+        fig.text(0.01, 0.01, "† measured at a smaller size (see results.md)", fontsize=7,
+                 color="gray")
+    ax.set_xticks(range(len(CASES)), [c.name for c in CASES])
+    ax.set_ylabel("gradient time / primal time")
+    ax.set_title("Gradient cost relative to the plain Python primal (1 thread, lower is better)")
+    ax.legend(fontsize=8, loc="upper left", ncols=len(COLUMNS))
+    ax.grid(axis="y", which="major", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bytegrad.bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help=f"comma-separated subset of {','.join(PEERS)}")
+    ap.add_argument("--budget", type=float, default=160.0,
+                    help="seconds the whole run aims for (jax's jit compiles are skipped "
+                         "when they would not fit)")
+    ap.add_argument("--jax-full", action="store_true",
+                    help="run jax without jit at the full size too (several minutes)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the results")
+    a = ap.parse_args(argv)
+    peers = [p for p in a.peers.split(",") if p]
+    unknown = set(peers) - set(PEERS)
+    if unknown:
+        ap.error(f"unknown peers: {', '.join(sorted(unknown))}")
+    os.environ.update(THREADS)
+
+    start = time.perf_counter()
+    results = {}
+    for peer in PEERS:
+        if peer not in peers:
+            continue
+        log(f"{peer} ...")
+        if peer == "jax":
+            # jax runs last and gets what is left of the budget for its jit compiles; the
+            # longest (the Rosenbrock loop, unrolled 1000 times) takes about 30 s.
+            left = a.budget - (time.perf_counter() - start)
+            extra = ["--jit-deadline", f"{max(left - 30.0, 0.0):.0f}"]
+            if a.jax_full:
+                extra.append("--full")
+            results[peer] = run_peer(peer, timeout=max(left, 60.0) + (600.0 if a.jax_full else 60.0),
+                                     extra=extra)
+        else:
+            results[peer] = run_peer(peer, timeout=PEER_TIMEOUT)
+        log(f"{peer}: {results[peer]['wall']:.1f} s")
+    elapsed = time.perf_counter() - start
+
+    a.out.mkdir(parents=True, exist_ok=True)
+    text = markdown(results, elapsed)
+    (a.out / "results.md").write_text(text)
+    (a.out / "results.json").write_text(json.dumps(results, indent=1))
+    made = plot(results, a.out / "results.png")
+    print(text)
+    log(f"wrote {a.out / 'results.md'}, {a.out / 'results.json'}"
+        + (f", {a.out / 'results.png'}" if made else ""))
+
+
+if __name__ == "__main__":
+    main()

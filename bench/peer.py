@@ -1,0 +1,248 @@
+"""One peer's measurements, in a process of its own.
+
+    python bench/peer.py {bytegrad,autograd,torch,jax} [--jit-deadline SECONDS] [--full]
+
+It is run as a script (not ``-m bytegrad.bench.peer``) so that the only AD library the
+process imports is the peer under test.  For every case it times the plain primal (the
+NumPy/Python function) and the peer's gradient, and checks the gradient against the
+closed-form reference.  jax without jit runs the loop cases at a smaller size (see
+``Case.small_args``) unless ``--full`` is given.  Each result is printed as one line
+``BENCH {json}`` on stdout as soon as it is known; progress goes to stderr.
+"""
+from __future__ import annotations
+
+import os
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+for _v in THREAD_VARS:
+    os.environ[_v] = "1"
+# jax: CPU only, float64 like the others, one thread.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ["JAX_ENABLE_X64"] = "1"
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cases import CASES, max_rel_error  # noqa: E402
+from timer import best_of, once  # noqa: E402
+
+START = time.perf_counter()
+PEER = "?"
+
+
+def report(rec: dict):
+    rec.setdefault("peer", PEER)
+    print("BENCH " + json.dumps(rec), flush=True)
+
+
+def progress(msg: str):
+    print(f"  [{PEER} {time.perf_counter() - START:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _error(e: BaseException) -> dict:
+    msg = str(e).strip()
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    return {"error": f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}",
+            "detail": msg[:2000], "where": where}
+
+
+# Each peer: setup() -> (version, gradient maker).  A gradient maker takes a case and its
+# arguments and returns (call, to_numpy): ``call()`` computes the gradients in the case's
+# wrt arguments (finished, for asynchronous libraries), ``to_numpy`` converts them.
+
+def _bytegrad():
+    import bytegrad
+
+    def make(case, args):
+        f, wrt = case.fn, case.wrt
+
+        def call():
+            gs = bytegrad.gradient(f, *args)
+            return tuple(gs[i] for i in wrt)
+        return call, lambda gs: [np.asarray(g) for g in gs]
+    return getattr(bytegrad, "__version__", None) or _dist_version("bytegrad"), make
+
+
+def _autograd():
+    import autograd
+    import autograd.numpy as anp
+
+    def make(case, args):
+        f = case.peer_fn(anp.sin)
+        wrt = case.wrt
+        g = autograd.grad(f, wrt[0] if len(wrt) == 1 else tuple(wrt))
+        if len(wrt) == 1:
+            return (lambda: (g(*args),)), lambda gs: [np.asarray(x) for x in gs]
+        return (lambda: tuple(g(*args))), lambda gs: [np.asarray(x) for x in gs]
+    return _dist_version("autograd"), make
+
+
+def _torch():
+    import torch
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+
+    def make(case, args):
+        f = case.peer_fn(torch.sin)
+        wrt = case.wrt
+
+        def call():
+            xs = list(args)
+            leaves = []
+            for i in wrt:
+                a = args[i]
+                t = (torch.from_numpy(a) if isinstance(a, np.ndarray)
+                     else torch.tensor(a, dtype=torch.float64))
+                t.requires_grad_()
+                xs[i] = t
+                leaves.append(t)
+            y = f(*xs)
+            y.backward()
+            return tuple(t.grad for t in leaves)
+        return call, lambda gs: [g.detach().numpy() for g in gs]
+    return torch.__version__, make
+
+
+def _jax_setup():
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+def _jax():
+    jax, jnp = _jax_setup()
+
+    def make(case, args):
+        f = case.peer_fn(jnp.sin)
+        jargs = tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+        g = jax.grad(f, argnums=tuple(case.wrt))
+        return (lambda: jax.block_until_ready(g(*jargs))), lambda gs: [np.asarray(x) for x in gs]
+    return jax.__version__, make
+
+
+PEERS = {"bytegrad": _bytegrad, "autograd": _autograd, "torch": _torch, "jax": _jax}
+
+
+def _dist_version(name):
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def run_cases(make, small=False) -> dict:
+    """Time every case (its smaller instance where it has one, if ``small``); returns each
+    case's first-call gradient time (or None)."""
+    first_calls = {}
+    for case in CASES:
+        rec = {"kind": "case", "case": case.name, "description": case.description}
+        if small and case.small_args is not None:
+            args = case.small_args()
+            rec["size"] = case.small_size
+        else:
+            args = case.make_args()
+        rec["primal"] = best_of(lambda: case.fn(*args))["best"]
+        progress(f"{case.name}{' (' + rec['size'] + ')' if 'size' in rec else ''}: "
+                 f"primal {rec['primal'] * 1e6:.1f} µs; gradient ...")
+        try:
+            call, to_numpy = make(case, args)
+            gs, rec["first"] = once(call)
+            first_calls[case.name] = rec["first"]
+            rec["rel_error"] = max_rel_error(to_numpy(gs), case.reference(*args))
+            t = best_of(call)
+            rec["grad"], rec["samples"], rec["number"] = t["best"], t["samples"], t["number"]
+            rec["ratio"] = rec["grad"] / rec["primal"]
+            progress(f"{case.name}: gradient {rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal "
+                     f"(first call {rec['first']:.2f} s, rel. error {rec['rel_error']:.1e})")
+        except Exception as e:  # noqa: BLE001 — the failure is a result
+            rec.update(_error(e))
+            progress(f"{case.name}: {rec['error']}")
+        report(rec)
+    return first_calls
+
+
+def run_jax_jit(first_calls: dict, deadline: float):
+    """``jax.jit(jax.grad(f))`` on the full-size cases: compile time and compiled run time.
+    A python loop is unrolled into the traced program, so compiling the loop cases takes
+    tens of seconds; cases go cheapest first (by their eager first call), and no compile
+    is started later than ``deadline`` seconds after this process started."""
+    jax, jnp = _jax_setup()
+    order = sorted(CASES, key=lambda c: first_calls.get(c.name) or float("inf"))
+    for case in order:
+        rec = {"kind": "jit", "case": case.name}
+        elapsed = time.perf_counter() - START
+        if elapsed > deadline:
+            rec["skipped"] = (f"time budget (the compile would start {elapsed:.0f} s into the "
+                              f"jax process; deadline {deadline:.0f} s)")
+            progress(f"jit {case.name}: skipped, {rec['skipped']}")
+            report(rec)
+            continue
+        args = case.make_args()
+        progress(f"jit {case.name}: compiling ...")
+        try:
+            f = case.peer_fn(jnp.sin)
+            static = tuple(i for i, a in enumerate(args)
+                           if i not in case.wrt and isinstance(a, int))
+            jargs = tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+            g = jax.jit(jax.grad(f, argnums=tuple(case.wrt)), static_argnums=static)
+            call = lambda: jax.block_until_ready(g(*jargs))  # noqa: E731
+            gs, rec["compile"] = once(call)
+            rec["rel_error"] = max_rel_error([np.asarray(x) for x in gs], case.reference(*args))
+            rec["primal"] = best_of(lambda: case.fn(*args))["best"]
+            rec["grad"] = best_of(call)["best"]
+            rec["ratio"] = rec["grad"] / rec["primal"]
+            progress(f"jit {case.name}: compile {rec['compile']:.1f} s, run "
+                     f"{rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal")
+        except Exception as e:  # noqa: BLE001
+            rec.update(_error(e))
+            progress(f"jit {case.name}: {rec['error']}")
+        report(rec)
+
+
+def main(argv=None):
+    global PEER
+    ap = argparse.ArgumentParser()
+    ap.add_argument("peer", choices=sorted(PEERS))
+    ap.add_argument("--jit-deadline", type=float, default=60.0,
+                    help="jax only: no jit compile is started later than this many seconds "
+                         "after the process started")
+    ap.add_argument("--full", action="store_true",
+                    help="jax only: run jax without jit on the full-size cases too (minutes)")
+    a = ap.parse_args(argv)
+    PEER = a.peer
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+    try:
+        version, make = PEERS[a.peer]()
+    except Exception as e:  # noqa: BLE001 — not installed (or broken): "n/a"
+        report({"kind": "peer", "available": False, **_error(e)})
+        progress(f"not available: {type(e).__name__}: {e}")
+        return
+    report({"kind": "peer", "available": True, "version": version,
+            "python": sys.version.split()[0], "numpy": np.__version__,
+            "import_time": time.perf_counter() - START})
+    first_calls = run_cases(make, small=(a.peer == "jax" and not a.full))
+    if a.peer == "jax":
+        run_jax_jit(first_calls, a.jit_deadline)
+    if a.peer == "bytegrad":
+        import emit_speed
+        progress("emitted-code speed ...")
+        emit_speed.run(report)
+    report({"kind": "done", "elapsed": time.perf_counter() - START})
+
+
+if __name__ == "__main__":
+    main()
