@@ -26,7 +26,7 @@ def _cell_get(cell, name="?"):
 
     def back(d):
         shadow.add(cell, d)
-        return None, None, None
+        return None, d, None  # d(cell) is reported, not propagated: see _closure_cell
     return ops.cell_get(cell, name), back
 
 
@@ -39,13 +39,25 @@ def _cell_set(cell, value):
 
 @rule(ops.closure_cell)
 def _closure_cell(fn, i):
-    return ops.closure_cell(fn, i), nograd(2)
+    """A closure's gradient is the dict of its captured names' gradients.  The
+    cells' own gradients travel in the shadow to where the values were stored;
+    this dict keeps the pullbacks between closure and cell from being skipped,
+    and tells a caller what the closure's captures received."""
+    name = fn.__code__.co_freevars[i]
+    return ops.closure_cell(fn, i), lambda d: (None, {name: d}, None)
 
 
 @rule(ops.make_function)
 def _make_function(code, closure=None, defaults=None, kwdefaults=None):
     caller = sys._getframe(2)  # the transformed function that called forward
-    return ops.function_in(caller.f_globals, code, closure, defaults, kwdefaults), nograd(4)
+    fn = ops.function_in(caller.f_globals, code, closure, defaults, kwdefaults)
+
+    def back(d):  # captured values' gradients travel in the shadow; defaults' come here
+        if not isinstance(d, dict):
+            return None, None, None, None, None
+        kwd = d.get("__kwdefaults__")
+        return None, None, None, d.get("__defaults__"), (kwd or None) and dict(kwd)
+    return fn, back
 
 
 effectful(ops.make_cell, ops.cell_set)

@@ -254,3 +254,49 @@ def _merge_rule(merge):
 for _merge in (ops.dict_update, ops.dict_merge):
     rule(_merge)(_merge_rule(_merge))
 nondifferentiable(ops.cell_delete)
+
+
+def _constructor(ctor):
+    def r(*xs):
+        y = ctor(*xs)
+        if not xs or not is_differentiable(y):
+            return y, nograd(len(xs))
+        src = xs[0]
+        if isinstance(src, dict):  # list(d) is its keys
+            return y, nograd(1)
+        return y, lambda d: (None, _like(src, d) if isinstance(src, (list, tuple, np.ndarray))
+                             else None)
+    return r
+
+
+for _ctor in (list, tuple):
+    rule(_ctor)(_constructor(_ctor))
+
+
+@rule(dict)
+def _dict_ctor(*xs, **kw):
+    y = dict(*xs, **kw)
+    src = xs[0] if xs else None
+    return y, lambda d: (None,) + ((dict(d) if isinstance(src, dict) else None,) if xs else ())
+
+
+@rule(next)
+def _next(it, *default):
+    if type(it) is not IndexIter:
+        return next(it, *default), nograd(1 + len(default))
+    i = it.i
+    r = ops.iterate(it.xs, it)
+    if r is None:
+        if default:
+            return default[0], lambda d: (None, None, d)
+        raise StopIteration
+    like = it.xs
+    return r[0], lambda d: (None, OneHot(like, i, d)) + (None,) * len(default)
+
+
+@rule(float.conjugate, complex.conjugate, int.conjugate)
+def _conjugate(x):
+    return x.conjugate(), lambda d: (None, d.conjugate() if isinstance(x, complex) else d)
+
+
+nondifferentiable(*(getattr(str, m) for m in dir(str) if not m.startswith("_")))

@@ -30,6 +30,10 @@ class _Hooks:
     rule_for = staticmethod(rule_for)
     sparse = staticmethod(is_sparse)
 
+    @staticmethod
+    def runs_without_gradient(pb):
+        return type(pb) is Pullback
+
 
 class Pullback:
     """The pullback of one call of a transformed function: its tape and its adjoint.
@@ -43,6 +47,8 @@ class Pullback:
         self.adjoint, self.tape, self.unbind = adjoint, tape, unbind
 
     def __call__(self, dy):
+        """``dy`` may be None: the callee may have stored into a cell whose gradient
+        is waiting in the shadow."""
         g = self.adjoint(reversed(self.tape).__next__, dy)
         return g if self.unbind is None else self.unbind(g)
 
@@ -83,38 +89,52 @@ def compiled(f) -> Compiled:
     return c
 
 
-def _bind(f, c, args, kw):
+def _bind(f, args, kw):
     """Parameters in code order for a call with keywords, defaults or ``*args``;
-    and a function mapping parameter gradients back to the call's arguments."""
+    and a function mapping parameter gradients back to the call's arguments.
+
+    Gradients of default values go to the function itself, as
+    ``{"__defaults__": (...), "__kwdefaults__": {...}}``; the rule of
+    ``ops.make_function`` passes them on to the values the defaults came from.
+    """
+    P = inspect.Parameter
     sig = inspect.signature(f)
     ba = sig.bind(*args, **kw)
+    given = set(ba.arguments)
     ba.apply_defaults()
-    names = list(sig.parameters)
-    params = [ba.arguments[n] for n in names]
-    kinds = [sig.parameters[n].kind for n in names]
+    ps = list(sig.parameters.values())
+    params = [ba.arguments[p.name] for p in ps]
+    positional = [p.name for p in ps if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    with_default = positional[len(positional) - len(f.__defaults__ or ()):]
     npos = len(args)
 
     def unbind(g):
-        flat, kwg = [g[0]], {}
-        for name, kind, d, p in zip(names, kinds, g[1:], params):
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                flat += list(d) if d is not None else [None] * len(p)
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                if d:
-                    kwg.update(d)
-            elif name in kw:
-                kwg[name] = d
+        flat, kwg, dflt = [], {}, {}
+        for p, d, value in zip(ps, g[1:], params):
+            if p.kind is P.VAR_POSITIONAL:
+                flat += list(d) if d is not None else [None] * len(value)
+            elif p.kind is P.VAR_KEYWORD:
+                kwg.update(d or {})
+            elif p.name not in given:
+                dflt[p.name] = d
+            elif p.name in kw:
+                kwg[p.name] = d
             else:
                 flat.append(d)
-        flat = flat[:npos + 1] + [None] * (npos + 1 - len(flat))
-        return tuple(flat) + ((kwg,) if kw else ())
+        callee = g[0]
+        if any(d is not None for d in dflt.values()):
+            callee = algebra.accum(callee, {
+                "__defaults__": tuple(dflt.get(n) for n in with_default),
+                "__kwdefaults__": {n: d for n, d in dflt.items() if n not in with_default}})
+        flat = flat[:npos] + [None] * (npos - len(flat))
+        return (callee, *flat) + ((kwg,) if kw else ())
     return params, unbind
 
 
 def call_function(f, args, kw):
     c = _CACHE.get(f.__code__) or compiled(f)
     if kw or not c.simple or len(args) != c.nargs:
-        params, unbind = _bind(f, c, args, kw)
+        params, unbind = _bind(f, args, kw)
     else:
         params, unbind = args, None
     y, tape = c.forward_for(f.__globals__)(f, *params)
@@ -134,6 +154,8 @@ def forward(f, *args, **kw):
         r = None
     if r is not None:
         return r(*args, **kw)
+    if is_nondiff(f):
+        return f(*args, **kw), nograd(len(args))
     t = type(f)
     if t is types.FunctionType:
         return call_function(f, args, kw)
@@ -141,22 +163,21 @@ def forward(f, *args, **kw):
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)
     if t is types.BuiltinMethodType and not isinstance(f.__self__, types.ModuleType):
+        # a method of a C type: look for a rule of the unbound method
         unbound = getattr(type(f.__self__), f.__name__, None)
-        r = RULES.get(unbound) if unbound is not None else None
-        if r is not None:
-            y, pb = r(f.__self__, *args, **kw)
-            return y, _drop_callee(pb)
-    elif not isinstance(f, type) and hasattr(type(f), "__call__") and \
-            type(type(f).__call__) is types.FunctionType:
+        y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
+            else _plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))
+        return y, _drop_callee(pb)
+    if not isinstance(f, type) and type(getattr(type(f), "__call__", None)) is types.FunctionType:
         y, pb = forward(type(f).__call__, f, *args, **kw)
         return y, _drop_callee(pb)
     return _plain(f, args, kw)
 
 
-def _plain(f, args, kw):
+def _plain(f, args, kw, call=None):
     """A callable with neither rule nor bytecode: fine while no gradient can reach it."""
-    if is_nondiff(f) or not any(map(algebra.is_differentiable, args + tuple(kw.values()))):
-        return f(*args, **kw), nograd(len(args))
+    if not any(map(algebra.is_differentiable, args + tuple(kw.values()))):
+        return (call or f)(*args, **kw), nograd(len(args))
     frame = sys._getframe(1)
     while frame.f_code.co_filename == __file__:
         frame = frame.f_back

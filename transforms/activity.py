@@ -5,14 +5,16 @@ active.  A statement is active when an active value flows into it and its
 callee is not known to return something gradient-free (``len``, comparisons,
 ``range``…, decided by the ``nondiff`` predicate the caller supplies); its
 result is then active.  A block argument is active when any edge passes it an
-active value.  Inactive statements stay plain calls in the forward IR.
+active value.  Statements that make or store into a mutable object
+(``effectful``: ``ops.make_cell``, ``ops.cell_set``) are always active, and so
+is that object: a closure may store a differentiable value into it later.  Inactive statements stay plain calls in the forward IR.
 """
 from __future__ import annotations
 
 from ..ir import Var
 
 
-def activity(ir, nondiff) -> set:
+def activity(ir, nondiff, effectful=lambda f: False) -> set:
     """The set of active variables of ``ir``."""
     active = set(ir.blocks[0].args)
     changed = True
@@ -20,9 +22,15 @@ def activity(ir, nondiff) -> set:
         changed = False
         for blk in ir.blocks:
             for v, st in blk.stmts:
-                if v in active or (not isinstance(st.fn, Var) and nondiff(st.fn)):
+                const = not isinstance(st.fn, Var)
+                if v in active or (const and nondiff(st.fn)):
                     continue
-                if any(x in active for x in st.operands() if isinstance(x, Var)):
+                xs = [x for x in st.operands() if isinstance(x, Var)]
+                if const and effectful(st.fn):  # the object may receive a gradient later
+                    active.add(v)
+                    active.update(xs)
+                    changed = True
+                elif any(x in active for x in xs):
                     active.add(v)
                     changed = True
             for br in blk.branches:

@@ -16,6 +16,7 @@ return %3`` the adjoint is::
       %3 = %1()
       %4 = operator.is_not(@g3, None)
       br 3 unless %4
+      br 2
     2:
       %5 = unwrap(@g3)
       @g3 = identity(None)
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import operator
 
-from ..ir import IR, Branch, Meta, Slot, Stmt, Var, ops
+from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
 from ..ir.simplify import simplify
 from .register import recorded
 from .returns import incoming, return_block
@@ -45,7 +46,8 @@ class _Adjoint:
     def __init__(self, ir, active, hooks):
         self.ir, self.active = ir, active
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
-        self.effectful = hooks.effectful
+        self.effectful, self.rule_for = hooks.effectful, hooks.rule_for
+        self.runs_without_gradient = hooks.runs_without_gradient
         self.sparse = may_be_sparse(ir, hooks.sparse)
         self.uses = use_counts(ir)
         self.home = {v: b for b, blk in enumerate(ir.blocks)
@@ -79,13 +81,23 @@ class _Adjoint:
         """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``"""
         line, gv = st.line, self.slots[v]
         pb = self.emit(self.pop, line=line)
-        after = self.adj.block()
-        if not (not isinstance(st.fn, Var) and self.effectful(st.fn)):
+        after, call = self.adj.block(), self.adj.block()
+        const = not isinstance(st.fn, (Var, Global))
+        if not (const and self.effectful(st.fn)):
             has = self.emit(operator.is_not, gv, None, line=line)
-            call = self.adj.block()
-            self.adj.branch(self.cur, Branch("br", after, cond=has))
+            if const and self.rule_for(st.fn) is not None:
+                self.adj.branch(self.cur, Branch("br", after, cond=has))
+            else:  # a transformed function may act through a side channel (a cell)
+                ask = self.adj.block()
+                self.adj.branch(self.cur, Branch("br", ask, cond=has))
+                self.adj.branch(self.cur, Branch("br", call))
+                self.cur = ask
+                needs = self.emit(self.runs_without_gradient, pb, line=line)
+                self.adj.branch(self.cur, Branch("br", after, cond=needs))
             self.adj.branch(self.cur, Branch("br", call))
-            self.cur = call
+        else:
+            self.adj.branch(self.cur, Branch("br", call))
+        self.cur = call
         u = self.emit(self.unwrap, gv, line=line) if v in self.sparse else gv
         d = self.emit(pb, u, line=line)
         self.emit(ops.identity, None, dest=gv, line=line)
@@ -190,7 +202,9 @@ def may_be_sparse(ir, sparse) -> set:
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
-    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad`` and the ``effectful`` and
-    ``sparse`` predicates.
+    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, ``rule_for``, and the
+    predicates ``effectful``, ``sparse`` and ``runs_without_gradient`` (for a
+    pullback found at run time: whether it must run even when its output has no
+    gradient, because the callee may have stored into a cell).
     """
     return simplify(_Adjoint(ir, active, hooks).run())

@@ -37,7 +37,7 @@ def transform(lifted, hooks, globals_=None) -> Stages:
     activity, so a call of a global ``len`` or ``range`` stays a plain call.
     """
     primal = unify_returns(lifted)
-    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)))
+    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful)
     fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for))
     adj = adjoint(primal, active, hooks)
     return Stages(lifted, primal, fwd, adj)

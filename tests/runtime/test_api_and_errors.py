@@ -1,0 +1,535 @@
+"""The public API's conventions and the errors a user meets."""
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+
+import _statistics
+import numpy as np
+import pytest
+
+import bytegrad
+from bytegrad import stop_gradient
+from checks import check_grad
+
+THIS_FILE = os.path.basename(__file__)
+
+
+def f2(x, y):
+    return x * x * y + 3.0 * y
+
+
+def lineno_of(f, text):
+    """The line number of the first line of ``f``'s source that contains ``text``."""
+    lines, start = inspect.getsourcelines(f)
+    for k, line in enumerate(lines):
+        if text in line:
+            return start + k
+    raise AssertionError(f"{text!r} not in the source of {f.__name__}")
+
+
+# ---------------------------------------------------------------------------
+# gradient / pullback / grad / value_and_grad
+# ---------------------------------------------------------------------------
+
+def test_gradient_returns_one_entry_per_positional_argument():
+    g = bytegrad.gradient(f2, 2.0, 5.0)
+    assert isinstance(g, tuple) and len(g) == 2
+    assert g == (20.0, 7.0)
+
+
+def test_gradient_of_single_argument_is_a_one_tuple():
+    assert bytegrad.gradient(lambda x: x * x, 3.0) == (6.0,)
+
+
+def test_value_and_gradient():
+    y, g = bytegrad.value_and_gradient(f2, 2.0, 5.0)
+    assert y == f2(2.0, 5.0) and g == (20.0, 7.0)
+
+
+def test_grad_argnums_int():
+    assert bytegrad.grad(f2)(2.0, 5.0) == 20.0
+    assert bytegrad.grad(f2, argnums=0)(2.0, 5.0) == 20.0
+    assert bytegrad.grad(f2, argnums=1)(2.0, 5.0) == 7.0
+    assert bytegrad.grad(f2, 1)(2.0, 5.0) == 7.0
+
+
+def test_grad_argnums_tuple():
+    assert bytegrad.grad(f2, argnums=(0, 1))(2.0, 5.0) == (20.0, 7.0)
+    assert bytegrad.grad(f2, argnums=(1,))(2.0, 5.0) == (7.0,)
+    assert bytegrad.grad(f2, argnums=(1, 0))(2.0, 5.0) == (7.0, 20.0)
+
+
+def test_value_and_grad_argnums():
+    assert bytegrad.value_and_grad(f2)(2.0, 5.0) == (35.0, 20.0)
+    assert bytegrad.value_and_grad(f2, argnums=1)(2.0, 5.0) == (35.0, 7.0)
+    assert bytegrad.value_and_grad(f2, argnums=(0, 1))(2.0, 5.0) == (35.0, (20.0, 7.0))
+
+
+def test_grad_keeps_the_function_name_and_passes_keywords():
+    def h(x, scale=1.0):
+        return scale * x * x
+
+    gh = bytegrad.grad(h)
+    assert gh.__name__ == "h"
+    assert gh(3.0) == 6.0
+    assert gh(3.0, scale=2.0) == 12.0
+    assert bytegrad.value_and_grad(h)(3.0, scale=2.0) == (18.0, 12.0)
+
+
+def test_pullback_with_non_unit_seed():
+    y, back = bytegrad.pullback(f2, 2.0, 5.0)
+    assert y == 35.0
+    assert back(1.0) == (20.0, 7.0)
+    assert back(2.5) == (50.0, 17.5)
+    assert back(-1.0) == (-20.0, -7.0)
+
+
+def test_pullback_can_be_called_many_times():
+    def f(x, y):
+        s = 0.0
+        for i in range(4):
+            if s < 10.0:
+                s = s + x * y * i
+        return s
+
+    y, back = bytegrad.pullback(f, 1.5, 2.0)
+    first = back(1.0)
+    assert back(1.0) == first
+    assert back(3.0) == tuple(3.0 * g for g in first)
+    assert back(1.0) == first
+
+
+def test_pullback_twice_with_array_index_reads_does_not_alias_results():
+    def f(xs):
+        s = 0.0
+        for i in range(len(xs)):
+            s = s + xs[i] * xs[i]
+        return s
+
+    xs = np.array([1.0, 2.0, 3.0])
+    y, back = bytegrad.pullback(f, xs)
+    g1, = back(1.0)
+    g1_copy = g1.copy()
+    g2, = back(1.0)
+    np.testing.assert_array_equal(g1, g1_copy)  # the second call did not update the first result
+    np.testing.assert_array_equal(g2, 2 * xs)
+    g2 += 100.0  # mutating a result does not change later results
+    np.testing.assert_array_equal(back(1.0)[0], 2 * xs)
+    np.testing.assert_array_equal(xs, [1.0, 2.0, 3.0])
+
+
+def test_pullback_twice_through_closures():
+    def f(x):
+        k = x * 2.0
+        g = lambda y: k * y * x
+        return g(x) + g(1.0)
+
+    y, back = bytegrad.pullback(f, 1.5)
+    first = back(1.0)
+    assert back(1.0) == first
+    assert back(2.0) == (2 * first[0],)
+    check_grad(f, 1.5)
+
+
+def test_pullback_of_tuple_output():
+    y, back = bytegrad.pullback(lambda x, y: (x * y, x + y), 2.0, 3.0)
+    assert y == (6.0, 5.0)
+    assert back((1.0, 0.0)) == (3.0, 2.0)
+    assert back((0.0, 1.0)) == (1.0, 1.0)
+    assert back((1.0, 1.0)) == (4.0, 3.0)
+
+
+def test_pullback_of_array_output():
+    y, back = bytegrad.pullback(lambda x: np.array([1.0, 2.0, 3.0]) * x, 2.0)
+    np.testing.assert_array_equal(y, [2.0, 4.0, 6.0])
+    assert back(np.array([1.0, 1.0, 1.0]))[0] == 6.0
+    assert back(np.array([0.0, 1.0, 0.0]))[0] == 2.0
+
+
+def test_pullback_of_function_with_keyword_arguments():
+    def h(x, scale=1.0):
+        return scale * x * x
+
+    y, back = bytegrad.pullback(h, 3.0, scale=2.0)
+    assert y == 18.0
+    assert back(1.0) == (12.0,)
+
+
+def test_stages():
+    st = bytegrad.stages(f2)
+    for stage in ("lifted", "forward", "adjoint"):
+        assert hasattr(st, stage)
+
+
+# ---------------------------------------------------------------------------
+# @differentiable
+# ---------------------------------------------------------------------------
+
+@bytegrad.differentiable
+def cube(x):
+    return x * x * x
+
+
+@bytegrad.differentiable
+def poly2(x, y):
+    return x * y + y * y
+
+
+def test_differentiable_runs_as_before():
+    assert cube(2.0) == 8.0
+    assert cube(3) == 27  # also for ints, plainly
+    assert poly2(2.0, 3.0) == 15.0
+    assert cube.__name__ == "cube"
+    assert cube.__doc__ == cube.f.__doc__
+
+
+def test_differentiable_grad():
+    assert cube.grad(2.0) == 12.0
+    assert poly2.grad(2.0, 3.0) == (3.0, 8.0)
+
+
+def test_differentiable_value_and_grad():
+    assert cube.value_and_grad(2.0) == (8.0, 12.0)
+    assert poly2.value_and_grad(2.0, 3.0) == (15.0, (3.0, 8.0))
+
+
+def test_differentiable_pullback():
+    y, back = cube.pullback(2.0)
+    assert y == 8.0
+    assert back(1.0) == (12.0,)
+    assert back(0.5) == (6.0,)
+
+
+def test_differentiable_ir():
+    lifted = cube.ir()
+    assert isinstance(lifted, str)
+    assert "operator.mul" in lifted and "return" in lifted
+    assert cube.ir("lifted") == lifted
+    for stage in ("forward", "adjoint"):
+        text = cube.ir(stage)
+        assert isinstance(text, str) and text.startswith("1:")
+
+
+def test_differentiable_called_inside_differentiated_code():
+    def f(x):
+        return cube(x) * 2.0 + poly2(x, 1.0)
+
+    assert bytegrad.gradient(f, 2.0) == (2.0 * 12.0 + 1.0,)
+    check_grad(f, 1.3)
+
+
+def test_differentiable_on_a_method():
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        @bytegrad.differentiable
+        def loss(self, x):
+            return self.w * x * x
+
+    m = Model(3.0)
+    assert m.loss(2.0) == 12.0
+    assert Model.loss(m, 2.0) == 12.0
+
+
+# ---------------------------------------------------------------------------
+# stop_gradient (the NoRuleError message recommends it)
+# ---------------------------------------------------------------------------
+
+def test_stop_gradient_by_global_name():
+    def f(x):
+        return x * stop_gradient(x)
+
+    assert bytegrad.gradient(f, 2.0) == (2.0,)
+
+
+def test_stop_gradient_through_a_local_name():
+    def f(x):
+        sg = stop_gradient
+        return x * sg(x)
+
+    assert bytegrad.gradient(f, 2.0) == (2.0,)
+
+
+def test_stop_gradient_as_attribute_of_the_module():
+    def f(x):
+        return x * bytegrad.stop_gradient(x)
+
+    assert bytegrad.gradient(f, 2.0) == (2.0,)
+
+
+def test_stop_gradient_passed_as_a_value():
+    def f(x, sg):
+        y = x * x
+        return sg(y) * y
+
+    assert bytegrad.gradient(f, 3.0, bytegrad.stop_gradient) == (9.0 * 6.0, None)
+
+
+# ---------------------------------------------------------------------------
+# NotScalarError
+# ---------------------------------------------------------------------------
+
+def test_list_output_raises_not_scalar_error():
+    def pair(x):
+        return [x, x * 2.0]
+
+    with pytest.raises(bytegrad.NotScalarError) as e:
+        bytegrad.gradient(pair, 1.0)
+    assert "pullback" in str(e.value)
+    assert "pair" in str(e.value)
+
+
+def test_tuple_and_array_output_raise_not_scalar_error():
+    with pytest.raises(bytegrad.NotScalarError, match="pullback"):
+        bytegrad.gradient(lambda x: (x, x), 1.0)
+    with pytest.raises(bytegrad.NotScalarError, match="pullback"):
+        bytegrad.gradient(lambda x: np.array([1.0, 2.0]) * x, 1.0)
+
+
+def test_int_output_has_no_gradient():
+    # an int-valued function is piecewise constant: its gradient is zero (None)
+    def step(x):
+        return int(x > 0)
+
+    assert bytegrad.gradient(step, 1.0) == (None,)
+
+
+def test_complex_output_raises_not_scalar_error():
+    with pytest.raises(bytegrad.NotScalarError, match="pullback"):
+        bytegrad.gradient(lambda x: x * 1j, 1.0)
+
+
+def test_not_scalar_error_is_a_value_error():
+    assert issubclass(bytegrad.NotScalarError, ValueError)
+
+
+def test_scalar_like_outputs_are_fine():
+    assert bytegrad.gradient(lambda x: np.float64(2.0) * x, 1.5) == (2.0,)
+    g, = bytegrad.gradient(lambda xs: xs * 2.0, np.array([1.5]))
+    np.testing.assert_array_equal(g, [2.0])
+
+
+# ---------------------------------------------------------------------------
+# NoRuleError
+# ---------------------------------------------------------------------------
+
+def no_rule_caller(x):
+    y = x * 2.0
+    z = _statistics._normal_dist_inv_cdf(0.3, y, 1.0)  # a C function without a rule
+    return z + y
+
+
+def no_rule_outer(x):
+    return no_rule_caller(x * 3.0) + x
+
+
+def test_c_function_without_rule_raises_no_rule_error():
+    assert _statistics._normal_dist_inv_cdf not in bytegrad.runtime.rules.RULES
+    line = lineno_of(no_rule_caller, "_normal_dist_inv_cdf(0.3")
+    with pytest.raises(bytegrad.NoRuleError) as e:
+        bytegrad.gradient(no_rule_caller, 1.0)
+    msg = str(e.value)
+    assert "_normal_dist_inv_cdf" in msg
+    assert THIS_FILE in msg
+    assert f"{THIS_FILE}:{line}" in msg
+    assert "bytegrad.rule" in msg
+    assert e.value.line == line
+    assert os.path.basename(e.value.filename) == THIS_FILE
+    assert e.value.callable is _statistics._normal_dist_inv_cdf
+
+
+def test_no_rule_error_points_at_the_inner_function():
+    line = lineno_of(no_rule_caller, "_normal_dist_inv_cdf(0.3")
+    with pytest.raises(bytegrad.NoRuleError) as e:
+        bytegrad.gradient(no_rule_outer, 1.0)
+    assert f"{THIS_FILE}:{line}" in str(e.value)
+
+
+def test_no_rule_error_is_a_type_error():
+    assert issubclass(bytegrad.NoRuleError, TypeError)
+
+
+def test_c_function_without_rule_is_fine_without_differentiable_values():
+    def f(x):
+        q = _statistics._normal_dist_inv_cdf(0.3, 0.0, 1.0)  # constants only
+        return q * x
+
+    g, = bytegrad.gradient(f, 2.0)
+    assert g == pytest.approx(_statistics._normal_dist_inv_cdf(0.3, 0.0, 1.0))
+
+
+def test_everything_the_no_rule_message_suggests_exists():
+    with pytest.raises(bytegrad.NoRuleError) as e:
+        bytegrad.gradient(no_rule_caller, 1.0)
+    msg = str(e.value)
+    for name in ("rule", "stop_gradient", "nondifferentiable"):
+        if f"bytegrad.{name}" in msg:
+            assert hasattr(bytegrad, name), f"the message suggests bytegrad.{name}, which does not exist"
+
+
+def test_registering_a_rule_fixes_no_rule_error():
+    from statistics import NormalDist
+
+    def inv_cdf_rule(p, mu, sigma):
+        y = _statistics._normal_dist_inv_cdf(p, mu, sigma)
+        return y, lambda dy: (None, None, dy, dy * (y - mu) / sigma)
+
+    def f(x):  # a fresh function, so no compiled code of an earlier run is reused
+        return _statistics._normal_dist_inv_cdf(0.3, x, 2.0) * x
+
+    rules = bytegrad.runtime.rules.RULES
+    assert _statistics._normal_dist_inv_cdf not in rules
+    bytegrad.rule(_statistics._normal_dist_inv_cdf)(inv_cdf_rule)
+    try:
+        g, = bytegrad.gradient(f, 1.5)
+        q = NormalDist(1.5, 2.0).inv_cdf(0.3)
+        assert g == pytest.approx(q + 1.5, rel=1e-12)
+    finally:
+        del rules[_statistics._normal_dist_inv_cdf]
+
+
+# ---------------------------------------------------------------------------
+# UnsupportedError
+# ---------------------------------------------------------------------------
+
+def uses_try(x):
+    try:
+        return x * 2.0
+    except ZeroDivisionError:
+        return 0.0
+
+
+def uses_with(x):
+    with np.errstate(all="ignore"):
+        return x * 2.0
+
+
+def uses_yield(x):
+    yield x * 2.0
+
+
+def uses_match(x):
+    match (x, 1.0):
+        case (a, b):
+            return a * b
+    return x
+
+
+def uses_genexpr(xs):
+    s = 0.0
+    for v in (x * x for x in xs):
+        s = s + v
+    return s
+
+
+@pytest.mark.parametrize("f, what, marker", [
+    (uses_try, "try", "try:"),
+    (uses_with, "with", "with np.errstate"),
+    (uses_yield, "yield", "yield x"),
+    (uses_match, "match", "match (x"),
+])
+def test_unsupported_construct_raises_unsupported_error(f, what, marker):
+    with pytest.raises(bytegrad.UnsupportedError) as e:
+        bytegrad.gradient(f, 1.5)
+    msg = str(e.value)
+    assert what in msg
+    assert f.__name__ in msg
+    assert THIS_FILE in msg
+
+
+def test_unsupported_error_names_the_line():
+    with pytest.raises(bytegrad.UnsupportedError) as e:
+        bytegrad.gradient(uses_with, 1.5)
+    assert e.value.line == lineno_of(uses_with, "with np.errstate")
+
+
+def test_unsupported_construct_in_called_function():
+    def f(x):
+        return uses_try(x) + x
+
+    with pytest.raises(bytegrad.UnsupportedError, match="try"):
+        bytegrad.gradient(f, 1.5)
+
+
+def test_generator_expression_is_unsupported():
+    with pytest.raises(bytegrad.UnsupportedError, match="generator|yield"):
+        bytegrad.gradient(uses_genexpr, [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# arguments are never modified
+# ---------------------------------------------------------------------------
+
+def test_list_argument_unchanged():
+    def f(xs):
+        s = 0.0
+        for v in xs:
+            s = s + v * v
+        return s + xs[0] * xs[-1]
+
+    xs = [1.0, 2.0, 3.0]
+    keep = list(xs)
+    g, = bytegrad.gradient(f, xs)
+    assert xs == keep
+    assert g == [2.0 + 3.0, 4.0, 6.0 + 1.0]
+    g[0] = 99.0
+    assert xs == keep
+
+
+def test_array_argument_unchanged():
+    def f(xs, w):
+        s = 0.0
+        for i in range(len(xs)):
+            s = s + xs[i] * w
+        for v in xs:
+            s = s + v * v
+        return s
+
+    xs = np.array([1.0, 2.0, 3.0])
+    keep = xs.copy()
+    g = bytegrad.gradient(f, xs, 0.5)
+    np.testing.assert_array_equal(xs, keep)
+    np.testing.assert_array_equal(g[0], 0.5 + 2 * keep)
+    assert not np.shares_memory(g[0], xs)
+    g[0][:] = 0.0
+    np.testing.assert_array_equal(xs, keep)
+
+
+def test_array_gradient_does_not_alias_another_argument():
+    def f(xs, ys):
+        return xs @ ys
+
+    xs, ys = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    gx, gy = bytegrad.gradient(f, xs, ys)
+    np.testing.assert_array_equal(gx, ys)
+    np.testing.assert_array_equal(gy, xs)
+    gx += 1.0
+    gy += 1.0
+    np.testing.assert_array_equal(xs, [1.0, 2.0])
+    np.testing.assert_array_equal(ys, [3.0, 4.0])
+
+
+def test_dict_and_nested_arguments_unchanged():
+    def f(d, t):
+        s = d["a"] * t[0]
+        for k, v in d.items():
+            s = s + v * t[1]
+        return s
+
+    d, t = {"a": 1.5, "b": 2.0}, (3.0, 4.0)
+    keep = copy.deepcopy((d, t))
+    g = bytegrad.gradient(f, d, t)
+    assert (d, t) == keep
+    assert g[0] == {"a": 3.0 + 4.0, "b": 4.0}
+    assert g[1] == (1.5, 3.5)
+
+
+def test_int_and_str_arguments_get_none():
+    def f(x, n, label):
+        return x * n if label == "mul" else x + n
+
+    assert bytegrad.gradient(f, 2.0, 3, "mul") == (3.0, None, None)
+    assert bytegrad.gradient(f, 2.0, True, "add") == (1.0, None, None)
