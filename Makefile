@@ -17,7 +17,7 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.bench: pyproject.toml | $(VENV)/.dev
-	$(BIN)/pip install -q -e ".[dev,bench]" || $(BIN)/pip install -q autograd matplotlib
+	$(BIN)/pip install -q -e ".[dev,bench]" || $(BIN)/pip install -q autograd matplotlib torch==2.13.0
 	touch $@
 
 run: $(VENV)/.dev
@@ -25,7 +25,7 @@ run: $(VENV)/.dev
 	$(BIN)/python examples/example.py
 
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests
 
 bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
