@@ -406,7 +406,8 @@ class _Lifter:
         stack.append(env[f"cell:{arg}"])
 
     def op_LOAD_DEREF(self, arg, stack, env, bb):
-        stack.append(self.emit(ops.cell_get, env[f"cell:{arg}"], arg))
+        own = (True,) if arg in self.code.co_cellvars else ()
+        stack.append(self.emit(ops.cell_get, env[f"cell:{arg}"], arg, *own))
 
     def op_STORE_DEREF(self, arg, stack, env, bb):
         self.emit(ops.cell_set, env[f"cell:{arg}"], stack.pop())

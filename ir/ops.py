@@ -179,10 +179,14 @@ def make_cell(value=UNDEF):
     return types.CellType() if value is UNDEF else types.CellType(value)
 
 
-def cell_get(cell, name="?"):
+def cell_get(cell, name="?", own=False):
+    """``LOAD_DEREF``; ``own`` is True for the function's own cells, whose reads
+    before assignment raise UnboundLocalError rather than NameError."""
     try:
         return cell.cell_contents
     except ValueError:
+        if own:
+            unbound_local(name)
         raise NameError(f"cannot access free variable '{name}' where it is not associated "
                         f"with a value in enclosing scope") from None
 

@@ -21,13 +21,13 @@ def _make_cell(*value):
 
 
 @rule(ops.cell_get)
-def _cell_get(cell, name="?"):
+def _cell_get(cell, name="?", *own):
     shadow = current()
 
     def back(d):
         shadow.add(cell, d)
-        return None, d, None  # d(cell) is reported, not propagated: see _closure_cell
-    return ops.cell_get(cell, name), back
+        return (None, d, None) + own  # d(cell) is reported, not propagated: see _closure_cell
+    return ops.cell_get(cell, name, *own), back
 
 
 @rule(ops.cell_set)

@@ -933,10 +933,6 @@ def cell_read_before_assignment(x):
     return y + g()
 
 
-# Reading an unassigned cell of the function itself raises UnboundLocalError in
-# CPython; the lifted code raises its base class NameError, because `ops.cell_get`
-# does not know whether the cell is the function's own or a free variable.
-XFAIL = {"cell_read_before_assignment"}
 
 
 @case((3,), (0,))
@@ -1269,8 +1265,7 @@ def check(f, g, calls):
 
 
 def corpus():
-    return [pytest.param(f, calls, id=f.__name__,
-                         marks=[pytest.mark.xfail(strict=True)] if f.__name__ in XFAIL else [])
+    return [pytest.param(f, calls, id=f.__name__)
             for f, calls in CORPUS]
 
 
