@@ -71,3 +71,26 @@ class CFG:
             if b == 0:
                 return False
             b = self.idom[b]
+
+
+def flow(ir, marked: set, backward=False, seed=lambda x: False) -> set:
+    """Close ``marked`` over branch edges, in place.
+
+    Forward: a block argument is marked when some edge passes it a marked value
+    (or one ``seed`` accepts).  Backward: a variable is marked when some edge
+    passes it to a marked block argument.  ``br 2 (%1)`` with ``2: (%4)``:
+    forward ``{%1}`` → ``{%1, %4}``; backward ``{%4}`` → ``{%1, %4}``.
+    """
+    from .ir import Var
+    pairs = [(p, a) for blk in ir.blocks for br in blk.branches if br.kind == "br"
+             for p, a in zip(ir.blocks[br.target].args, br.args)]
+    changed = True
+    while changed:
+        changed = False
+        for p, a in pairs:
+            src, dst = (p, a) if backward else (a, p)
+            if isinstance(dst, Var) and dst not in marked and (
+                    (isinstance(src, Var) and src in marked) or seed(src)):
+                marked.add(dst)
+                changed = True
+    return marked

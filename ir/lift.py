@@ -33,6 +33,7 @@ from types import FunctionType
 from bytecode import Label
 
 from . import ops
+from .cfg import flow
 from .decode import decode
 from .errors import UnsupportedError
 from .ir import IR, Branch, Global, Meta, Stmt, Var
@@ -164,17 +165,8 @@ class _Lifter:
         ``br 2 (1)`` … ``2: (%4)`` / ``%5 = ops.bound(%4, 'y')`` / ``return %5``
         → ``2: (%4)`` / ``return %4`` when no branch passes UNDEF on to ``%4``.
         """
-        ir, maybe, changed = self.ir, set(), True
-        while changed:
-            changed = False
-            for blk in ir.blocks:
-                for br in blk.branches:
-                    if br.kind != "br":
-                        continue
-                    for p, a in zip(ir.blocks[br.target].args, br.args):
-                        if p not in maybe and (a is ops.UNDEF or isinstance(a, Var) and a in maybe):
-                            maybe.add(p)
-                            changed = True
+        ir = self.ir
+        maybe = flow(ir, set(), seed=lambda x: x is ops.UNDEF)
         env = {}
         for blk in ir.blocks:
             keep = []

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from .cfg import flow
 from .ir import Var
 
 
@@ -82,18 +83,7 @@ def dead_args(ir):
                 live.add(br.cond)
             if br.kind != "br":
                 live.update(x for x in br.args if isinstance(x, Var))
-    changed = True
-    while changed:
-        changed = False
-        for blk in ir.blocks:
-            for br in blk.branches:
-                if br.kind != "br":
-                    continue
-                params = ir.blocks[br.target].args
-                for p, a in zip(params, br.args):
-                    if p in live and isinstance(a, Var) and a not in live:
-                        live.add(a)
-                        changed = True
+    flow(ir, live, backward=True)
     for b in range(1, len(ir.blocks)):
         for i in reversed(range(len(ir.blocks[b].args))):
             if ir.blocks[b].args[i] not in live:

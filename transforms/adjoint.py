@@ -37,6 +37,7 @@ from __future__ import annotations
 import operator
 
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
+from ..ir.cfg import flow
 from ..ir.simplify import simplify
 from .register import recorded
 from .returns import incoming, return_block
@@ -185,18 +186,7 @@ def may_be_sparse(ir, sparse) -> set:
     callees marked ``sparse``, and what edges pass to block arguments that may."""
     out = {x for _, _, st in ir.statements() if not isinstance(st.fn, Var) and sparse(st.fn)
            for x in st.args if isinstance(x, Var)}
-    changed = True
-    while changed:
-        changed = False
-        for blk in ir.blocks:
-            for br in blk.branches:
-                if br.kind != "br":
-                    continue
-                for p, a in zip(ir.blocks[br.target].args, br.args):
-                    if p in out and isinstance(a, Var) and a not in out:
-                        out.add(a)
-                        changed = True
-    return out
+    return flow(ir, out, backward=True)
 
 
 def adjoint(ir, active, hooks) -> IR:
