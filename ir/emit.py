@@ -178,13 +178,32 @@ class _Emitter:
 
     def branches(self, b, brs, pending):
         first = brs[0]
-        simple = first.kind != "br" or (first.cond is not None and not self.passes(first))
-        order = [x for x in first.operands() if isinstance(x, Var)] if simple else []
+        if first.kind != "br" or (first.cond is not None and not self.passes(first)):
+            order = [x for x in first.operands() if isinstance(x, Var)]
+        elif first.cond is None:  # the values a jump passes on
+            params = self.ir.blocks[first.target].args
+            order = [a for p, a in zip(params, first.args)
+                     if isinstance(a, Var) and p is not self.alias.get(a, a)]
+        else:  # the condition is tested before the values are passed
+            order = [first.cond] if isinstance(first.cond, Var) else []
         self.inline = self.take(order, pending) if order else {}
         self.flush(pending)
+        if self.inverted(b, brs):
+            return
         for k, br in enumerate(brs):
             self.branch(b, br, k == len(brs) - 1)
         self.inline = {}
+
+    def inverted(self, b, brs):
+        """``br X unless c; br Y`` with X next in the layout: jump to Y if ``c``."""
+        if len(brs) != 2 or brs[0].cond is None or brs[1].cond is not None or brs[1].kind != "br" \
+                or self.passes(brs[0]) or self.passes(brs[1]) \
+                or self.pos[brs[0].target] != self.pos[b] + 1:
+            return False
+        self.load(brs[0].cond, brs[0].line)
+        self.jump(b, brs[1].target, brs[1].line, "TRUE")
+        self.inline = {}
+        return True
 
     def passes(self, br):
         return any(p is not self.alias.get(a, a) for p, a in zip(self.ir.blocks[br.target].args, br.args))
