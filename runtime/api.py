@@ -3,24 +3,32 @@ from __future__ import annotations
 
 import functools
 import numbers
+import types
 
 import numpy as np
 
 from . import shadow
 from .algebra import unwrap
 from .errors import NotScalarError
-from .forward import compiled, forward
+from .forward import call_function, compiled, forward
 
 
-def pullback(f, *args, **kw):
-    """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument."""
+def pullback(f, *args, wrt=None, **kw):
+    """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument.
+
+    ``wrt`` (indices of positional arguments) names the gradients wanted; the others
+    are None and, when ``f`` is a plain function, not computed at all.
+    """
     with shadow.fresh():
-        y, pb = forward(f, *args, **kw)
+        if wrt is not None and type(f) is types.FunctionType and not kw:
+            y, pb = call_function(f, args, kw, wrt=(0,) + tuple(sorted(i + 1 for i in wrt)))
+        else:
+            y, pb = forward(f, *args, **kw)
     n = len(args)
 
     def back(dy):
         g = pb(dy)
-        return tuple(unwrap(x) for x in g[1:1 + n])
+        return tuple(unwrap(x) if wrt is None or i in wrt else None for i, x in enumerate(g[1:1 + n]))
     return y, back
 
 
@@ -55,8 +63,8 @@ def gradient(f, *args, **kw):
     return value_and_gradient(f, *args, **kw)[1]
 
 
-def value_and_gradient(f, *args, **kw):
-    y, back = pullback(f, *args, **kw)
+def value_and_gradient(f, *args, wrt=None, **kw):
+    y, back = pullback(f, *args, wrt=wrt, **kw)
     if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
         return y, (None,) * len(args)
     return y, back(_seed(y, f))
@@ -70,7 +78,8 @@ def value_and_grad(f, argnums=0):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
     @functools.wraps(f)
     def vg(*args, **kw):
-        y, gs = value_and_gradient(f, *args, **kw)
+        wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        y, gs = value_and_gradient(f, *args, wrt=tuple(i % len(args) for i in wrt), **kw)
         return y, _select(gs, argnums)
     return vg
 

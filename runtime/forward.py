@@ -59,9 +59,9 @@ class Pullback:
 class Compiled:
     """The transformed code of one code object."""
 
-    def __init__(self, code, globals_):
+    def __init__(self, code, globals_, wrt=None):
         self.code = code
-        self.stages = transform(lift(code), _Hooks, globals_)
+        self.stages = transform(lift(code), _Hooks, globals_, wrt)
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
@@ -80,12 +80,13 @@ class Compiled:
 _CACHE: dict = {}
 
 
-def compiled(f) -> Compiled:
-    """The transformed code of function ``f``, made on first use."""
-    code = f.__code__
-    c = _CACHE.get(code)
+def compiled(f, wrt=None) -> Compiled:
+    """The transformed code of function ``f``, made on first use; with ``wrt``, a
+    version where only those entry arguments (0 is ``f`` itself) are active."""
+    key = f.__code__ if wrt is None else (f.__code__, wrt)
+    c = _CACHE.get(key)
     if c is None:
-        c = _CACHE[code] = Compiled(code, f.__globals__)
+        c = _CACHE[key] = Compiled(f.__code__, f.__globals__, wrt)
     return c
 
 
@@ -131,8 +132,8 @@ def _bind(f, args, kw):
     return params, unbind
 
 
-def call_function(f, args, kw):
-    c = _CACHE.get(f.__code__) or compiled(f)
+def call_function(f, args, kw, wrt=None):
+    c = (_CACHE.get(f.__code__) if wrt is None else None) or compiled(f, wrt)
     if kw or not c.simple or len(args) != c.nargs:
         params, unbind = _bind(f, args, kw)
     else:

@@ -9,23 +9,55 @@ gradient) except for callables marked `effectful`.  Rules are found by the calla
 from __future__ import annotations
 
 RULES: dict = {}
+NOTES: dict = {}  # callable → the conditions under which its rule holds (for docs/numpy.md)
 NONDIFF: set = set()
 EFFECTFUL: set = set()
 SPARSE: set = set()
 
 
-def rule(*fs):
+def rule(*fs, note=None):
     """Register the decorated function as the rule of each callable in ``fs``::
 
         @rule(math.sin)
         def _(x):
             return math.sin(x), lambda dy: (None, dy * math.cos(x))
+
+    ``note`` states conditions the rule needs (``"distinct eigenvalues"``).
     """
     def register(r):
         for f in fs:
             RULES[f] = r
+            if note:
+                NOTES[f] = note
         return r
     return register
+
+
+class Lazy:
+    """A pullback result whose gradients are computed when read.
+
+    The adjoint reads only the gradients of active arguments, so with
+    ``Lazy(None, lambda: d @ B.T, lambda: A.T @ d)`` as the pullback of
+    ``A @ B``, the gradient of data nobody differentiates is never computed.
+    Entries are zero-argument callables, or None.
+    """
+
+    __slots__ = ("thunks",)
+
+    def __init__(self, *thunks):
+        self.thunks = thunks
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Lazy(*self.thunks[i])
+        t = self.thunks[i]
+        return None if t is None else t()
+
+    def __len__(self):
+        return len(self.thunks)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.thunks)))
 
 
 def nondifferentiable(*fs):

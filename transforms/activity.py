@@ -14,9 +14,14 @@ from __future__ import annotations
 from ..ir import Var
 
 
-def activity(ir, nondiff, effectful=lambda f: False) -> set:
-    """The set of active variables of ``ir``."""
-    active = set(ir.blocks[0].args)
+def activity(ir, nondiff, effectful=lambda f: False, wrt=None) -> set:
+    """The set of active variables of ``ir``.
+
+    ``wrt`` (indices into the entry block's arguments) limits the arguments that
+    start active, for a caller that wants only some gradients.
+    """
+    args = ir.blocks[0].args
+    active = set(args if wrt is None else (args[i] for i in wrt))
     changed = True
     while changed:
         changed = False

@@ -26,7 +26,7 @@ class Stages:
     adjoint: IR
 
 
-def transform(lifted, hooks, globals_=None) -> Stages:
+def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     """Forward and adjoint IR of ``lifted``.
 
     ``hooks`` supplies what the passes insert but do not define (they know no
@@ -35,9 +35,11 @@ def transform(lifted, hooks, globals_=None) -> Stages:
     pullback must always run) and ``sparse`` (its pullback may return a one-hot
     gradient for its first argument).  Globals are resolved in ``globals_`` to decide
     activity, so a call of a global ``len`` or ``range`` stays a plain call.
+    ``wrt`` lists the entry arguments (0 is the function itself) whose gradients
+    are wanted; by default all.
     """
     primal = unify_returns(lifted)
-    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful)
+    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful, wrt)
     fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for))
     adj = adjoint(primal, active, hooks)
     return Stages(lifted, primal, fwd, adj)
