@@ -60,7 +60,6 @@ class Compiled:
     """The transformed code of one code object."""
 
     def __init__(self, code, globals_, wrt=None):
-        self.code = code
         self.stages = transform(lift(code), _Hooks, globals_, wrt)
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
@@ -70,10 +69,11 @@ class Compiled:
         self._forwards = {}
 
     def forward_for(self, globals_):
+        """The forward function in ``globals_`` (keyed by identity: the function keeps
+        its globals alive, so the id is not reused)."""
         fn = self._forwards.get(id(globals_))
         if fn is None:
             fn = self._forwards[id(globals_)] = types.FunctionType(self.forward_code, globals_)
-            fn._keep = globals_
         return fn
 
 
