@@ -32,8 +32,9 @@ def _is_float(x):
 
 def _random_like(x, rng):
     """A random direction shaped like ``x`` (a structure of floats/arrays); None elsewhere."""
-    if isinstance(x, (tuple, list)):
-        return type(x)(_random_like(xi, rng) for xi in x)
+    if isinstance(x, (tuple, list)):  # named tuples' directions are plain tuples
+        items = [_random_like(xi, rng) for xi in x]
+        return items if isinstance(x, list) else tuple(items)
     if not _is_float(x):
         return None
     a = np.asarray(x)
@@ -43,6 +44,14 @@ def _random_like(x, rng):
     if isinstance(x, np.ndarray):
         return r.astype(a.dtype)
     return type(x)(r) if not isinstance(x, np.generic) else a.dtype.type(r)
+
+
+def _leaves(x):
+    if isinstance(x, (tuple, list)):
+        for xi in x:
+            yield from _leaves(xi)
+    else:
+        yield x
 
 
 def _inner(g, v):
@@ -97,7 +106,7 @@ def check_rule(f, *args, kw=None, rtol=1e-5, atol=1e-7, seed=0, steps=STEPS):
     """Check bytegrad's derivative of ``f(*args, **kw)`` as described in the module
     docstring; raise AssertionError naming what failed.  Returns the gradients."""
     kw = kw or {}
-    if any(np.asarray(a).dtype in (np.float32, np.complex64) for a in args if _is_float(a)):
+    if any(np.asarray(a).dtype in (np.float32, np.complex64) for a in _leaves(args) if _is_float(a)):
         rtol, steps = max(rtol, 3e-3), (1e-2, 3e-3, 1e-3)  # single precision differences
     rng = np.random.default_rng(seed)
     before = copy.deepcopy(args)
