@@ -100,6 +100,8 @@ def accum(a, b):
         for k, v in b.items():
             out[k] = accum(out.get(k), v)
         return out
+    if ta is np.ndarray and a.ndim == 0:  # 0-d + 0-d would give a NumPy scalar
+        return np.asarray(a + b)
     return a + b
 
 

@@ -1,0 +1,404 @@
+"""Rules of NumPy's reductions (primitives/np_reductions.py), checked with check_rule."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bytegrad
+import bytegrad.primitives.np_reductions  # noqa: F401  (registers the rules)
+from bytegrad.runtime.rules import rule_for
+from bytegrad.testing import check_rule
+
+SETTINGS = settings(max_examples=15, deadline=None)
+FLOATS = st.sampled_from([np.float64, np.float32])
+
+
+@st.composite
+def axes_of(draw, nd, tuples=True):
+    """An axis argument for an ``nd``-dimensional array: None, an int (maybe negative)
+    or a tuple of distinct axes, some written negatively."""
+    options = [st.none()]
+    if nd:
+        options.append(st.integers(-nd, nd - 1))
+    if tuples:
+        options.append(st.lists(st.integers(0, max(nd - 1, 0)), unique=True, max_size=nd)
+                       .map(lambda a: a if nd else []))
+    axis = draw(st.one_of(*options))
+    if isinstance(axis, list):
+        axis = tuple(a - nd if draw(st.booleans()) else a for a in axis)
+    return axis
+
+
+@st.composite
+def cases(draw, min_ndim=0, tuples=True, min_size=1):
+    shape = tuple(draw(st.lists(st.integers(min_size, 3), min_size=min_ndim, max_size=3)))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    x = rng.standard_normal(shape).astype(draw(FLOATS))
+    return x, draw(axes_of(len(shape), tuples)), draw(st.booleans())
+
+
+def _count(x, axis):
+    if axis is None:
+        return x.size
+    axis = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([x.shape[a] for a in axis]))
+
+
+# --- sum, mean, var, std ---------------------------------------------------------
+
+@SETTINGS
+@given(cases())
+def test_sum_and_mean(case):
+    x, axis, keepdims = case
+    check_rule(lambda x: np.sum(x, axis=axis, keepdims=keepdims), x)
+    g = bytegrad.gradient(lambda x: np.sum(np.sum(x, axis=axis, keepdims=keepdims)), x)[0]
+    assert g.dtype == x.dtype and g.shape == x.shape and np.all(g == 1)
+    check_rule(lambda x: x.sum(axis, keepdims=keepdims), x)
+    check_rule(lambda x: np.mean(x, axis=axis, keepdims=keepdims) * 2.0, x)
+    check_rule(lambda x: x.mean(axis=axis, keepdims=keepdims), x)
+
+
+@SETTINGS
+@given(cases(), st.integers(0, 2))
+def test_var_and_std(case, ddof):
+    x, axis, keepdims = case
+    if _count(x, axis) <= ddof or _count(x, axis) < 2:
+        return
+    for f in (np.var, np.std):
+        check_rule(lambda x: f(x, axis=axis, keepdims=keepdims, ddof=ddof), x)
+    check_rule(lambda x: x.var(axis, ddof=ddof, keepdims=keepdims), x)
+    check_rule(lambda x: x.std(axis=axis, ddof=ddof, keepdims=keepdims), x)
+
+
+def test_var_std_correction_mean_where():
+    x = np.random.default_rng(1).standard_normal((3, 4))
+    check_rule(lambda x: np.var(x, axis=1, correction=1), x)
+    check_rule(lambda x: np.std(x, axis=0, correction=1), x)
+    where = np.array([[True, False, True, True]] * 3)
+    check_rule(lambda x: np.var(x, axis=1, where=where), x)
+    check_rule(lambda x: np.std(x, where=where), x)
+    m = x.mean(axis=1, keepdims=True) + 0.3
+    check_rule(lambda x, m: np.var(x, axis=1, mean=m), x, m)
+    check_rule(lambda x, m: x.std(axis=1, mean=m), x, m)
+
+
+def test_std_of_constant_is_zero_gradient():
+    g, = bytegrad.gradient(lambda x: np.std(x), np.full(4, 2.0))
+    assert np.array_equal(g, np.zeros(4))
+
+
+def test_dtype_argument_keeps_input_dtype():
+    x = np.random.default_rng(2).standard_normal((3, 2)).astype(np.float32)
+    for f in (lambda x: np.sum(x, dtype=np.float64), lambda x: x.mean(0, np.float64).sum(),
+              lambda x: np.var(x, dtype=np.float64), lambda x: np.prod(x, dtype=np.float64),
+              lambda x: np.cumsum(x, dtype=np.float64).sum(),
+              lambda x: x.cumprod(1, np.float64).sum()):
+        g = check_rule(f, x)[0]
+        assert g.dtype == np.float32
+    i = np.arange(6).reshape(2, 3)
+    assert bytegrad.gradient(lambda x: np.sum(x, dtype=np.float64), i) == (None,)
+    assert bytegrad.gradient(lambda x: np.mean(x), i) == (None,)
+
+
+def test_integer_and_bool_inputs_have_no_gradient():
+    i = np.arange(6).reshape(2, 3)
+    b = i > 2
+    y = np.ones(3)
+    fs = [np.sum, np.prod, np.mean, np.var, np.std, np.max, np.min, np.amax, np.amin, np.ptp,
+          np.cumsum, np.cumprod, np.diff, np.linalg.norm]
+    for f in fs:
+        g = bytegrad.gradient(lambda i, y: np.sum(f(i)) * 1.0 + np.sum(y), i, y)
+        assert g[0] is None and np.array_equal(g[1], y)
+    assert bytegrad.gradient(lambda b, y: b.sum() * y.sum(), b, y)[0] is None
+
+
+def test_float32_stays_float32():
+    x = np.random.default_rng(3).standard_normal((2, 3)).astype(np.float32)
+    for f in (np.sum, np.mean, np.var, np.std, np.max, np.min, np.ptp, np.prod, np.linalg.norm):
+        g, = bytegrad.gradient(lambda x: f(x), x)
+        assert g.dtype == np.float32, f
+    for f in (np.cumsum, np.cumprod, np.diff):
+        g, = bytegrad.gradient(lambda x: f(x).sum(), x)
+        assert g.dtype == np.float32, f
+
+
+def test_zero_dimensional_arrays_get_arrays():
+    x = np.array(3.0)
+    for f in (np.sum, np.max, np.min, np.prod, np.mean, np.std, np.linalg.norm):
+        g, = bytegrad.gradient(lambda x: f(x), x)
+        assert type(g) is np.ndarray and g.shape == () and g.dtype == x.dtype, f
+
+
+def test_lists_and_python_floats():
+    g = bytegrad.gradient(lambda a, b: np.sum([a, b * b, 2.0]), 1.5, 3.0)
+    assert g == (1.0, 6.0) and type(g[0]) is float
+    g = bytegrad.gradient(lambda a, b: np.prod([a, b, 2]), 1.5, 3.0)
+    assert g == (6.0, 3.0)
+    g = bytegrad.gradient(lambda a, b: np.max([a, b]) + np.mean((a, 4.0)), 1.5, 3.0)
+    assert g == (0.5, 1.0)
+    a = np.arange(3.0)
+    g = bytegrad.gradient(lambda a: np.sum([a, 2 * a], axis=0).sum(), a)[0]
+    assert np.array_equal(g, np.full(3, 3.0))
+    check_rule(lambda x: np.sum(x) * np.mean(x) + np.max(x), 2.5)
+    check_rule(lambda x: (x * x).sum() + (x * 2.0).max(), np.float64(1.5))  # NumPy scalar methods
+    check_rule(lambda x: np.float32(2) * x.prod() + x.mean() + x.var(), np.float32(1.5))
+
+
+def test_where_and_initial():
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    w = np.random.default_rng(5).random((3, 4)) > 0.3
+    w[:, 0] = True
+    check_rule(lambda x: np.sum(x, axis=0, where=w), x)
+    check_rule(lambda x: x.mean(1, where=w), x)
+    check_rule(lambda x: np.prod(x, axis=1, where=w), x)
+    check_rule(lambda x: np.max(x, axis=0, where=w, initial=-10.0), x)
+    check_rule(lambda x: x.min(axis=1, where=w, initial=10.0), x)
+    check_rule(lambda x, s: np.sum(x, axis=1, initial=s), x, 0.7)
+    check_rule(lambda x, s: np.prod(x, axis=1, initial=s), x, 0.7)
+    check_rule(lambda x, s: np.max(x, axis=1, initial=s), x, 0.7)  # initial wins some rows
+    g = bytegrad.gradient(lambda x, s: np.max(x, initial=s), np.array([1.0, 2.0]), 2.0)
+    assert np.array_equal(g[0], [0, 0.5]) and g[1] == 0.5
+
+
+def test_out_is_refused():
+    x = np.ones((2, 2))
+    out = np.empty(2)
+    with pytest.raises(TypeError, match="out="):
+        bytegrad.gradient(lambda x: np.sum(x, axis=0, out=out).sum(), x)
+
+
+# --- max, min, ptp ---------------------------------------------------------------
+
+EXTREMA = [np.max, np.min, np.amax, np.amin, np.ptp,
+           lambda x, **k: x.max(**k), lambda x, **k: x.min(**k)]
+
+
+@SETTINGS
+@given(cases())
+def test_extrema(case):
+    x, axis, keepdims = case
+    for f in EXTREMA:
+        check_rule(lambda x: f(x, axis=axis, keepdims=keepdims), x)
+
+
+def test_ties_split_equally():
+    x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 5.0]])
+    assert np.array_equal(bytegrad.gradient(lambda x: np.max(x[0]), x)[0][0], [0, .5, .5, 0])
+    g = bytegrad.gradient(lambda x: (np.amax(x, axis=1) * [1.0, 2.0]).sum(), x)[0]
+    assert np.array_equal(g, [[0, .5, .5, 0], [.5, .5, .5, .5]])
+    g = bytegrad.gradient(lambda x: x.min(axis=-1, keepdims=True).sum(), x)[0]
+    assert np.array_equal(g, [[1, 0, 0, 0], [.25, .25, .25, .25]])
+    g = bytegrad.gradient(lambda x: np.amin(x, axis=(0, 1)), np.array([[2.0, 1.0], [1.0, 1.0]]))[0]
+    assert np.array_equal(g, [[0, 1 / 3], [1 / 3, 1 / 3]])
+    g = bytegrad.gradient(lambda x: np.ptp(x, axis=1).sum(), x)[0]
+    assert np.array_equal(g, [[-1, .5, .5, 0], [0, 0, 0, 0]])
+
+
+def test_nan_maximum_routes_gradient_to_nan():
+    g = bytegrad.gradient(lambda x: np.max(x), np.array([1.0, np.nan, 3.0]))[0]
+    assert np.array_equal(g, [0, 1, 0])
+
+
+def _exp(x):
+    return np.exp(x)
+
+
+def _log(x):
+    return np.log(x)
+
+
+@bytegrad.rule(_exp)
+def _exp_rule(x):
+    y = np.exp(x)
+    return y, lambda d: (None, d * y)
+
+
+@bytegrad.rule(_log)
+def _log_rule(x):
+    return np.log(x), lambda d: (None, d / x)
+
+
+# np.exp and np.log themselves once their rules are loaded, else stand-ins with rules
+EXP, LOG = (np.exp, np.log) if rule_for(np.exp) and rule_for(np.log) else (_exp, _log)
+
+
+def test_logsumexp_gives_softmax():
+    def lse(x):
+        m = x.max()
+        return m + LOG(EXP(x - m).sum())
+
+    def lse_rows(x):
+        m = np.max(x, axis=-1, keepdims=True)
+        return (m + LOG(np.sum(EXP(x - m), axis=-1, keepdims=True))).sum()
+
+    rng = np.random.default_rng(6)
+    for x in (rng.standard_normal(7), np.array([2.0, 0.5, 2.0, -1.0]), np.full(3, 4.0)):
+        g, = bytegrad.gradient(lse, x)
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        assert np.allclose(g, p, rtol=1e-14, atol=1e-16)
+    x = rng.standard_normal((3, 5))
+    x[1, 2] = x[1, 4] = 3.0
+    g, = bytegrad.gradient(lse_rows, x)
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    assert np.allclose(g, p, rtol=1e-14, atol=1e-16)
+
+
+# --- prod, cumsum, cumprod, diff -------------------------------------------------
+
+def _with_zeros(x, data):
+    if x.size:
+        idx = data.draw(st.lists(st.integers(0, x.size - 1), max_size=3))
+        x = x.copy()
+        x.flat[idx] = 0
+    return x
+
+
+@SETTINGS
+@given(cases(), st.data())
+def test_prod(case, data):
+    x, axis, keepdims = case
+    x = _with_zeros(x, data)
+    check_rule(lambda x: np.prod(x, axis=axis, keepdims=keepdims), x)
+    check_rule(lambda x: x.prod(axis=axis, keepdims=keepdims), x)
+
+
+def test_prod_with_zeros_is_exact():
+    x = np.array([2.0, 0.0, 3.0, 0.5])
+    assert np.array_equal(bytegrad.gradient(np.prod, x)[0], [0, 3, 0, 0])
+    x = np.array([[2.0, 0.0, 3.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    g = bytegrad.gradient(lambda x: np.prod(x, axis=1).sum(), x)[0]
+    assert np.array_equal(g, [[0, 0, 0, 0], [24, 12, 8, 6]])
+    assert np.array_equal(bytegrad.gradient(np.prod, np.zeros(2))[0], [0, 0])
+    g = bytegrad.gradient(lambda x: np.prod(x, axis=0).sum(), np.array([[0.0, 2.0], [5.0, 0.0]]))[0]
+    assert np.array_equal(g, [[5, 0], [0, 2]])
+
+
+@SETTINGS
+@given(cases(tuples=False), st.data())
+def test_cumsum_cumprod(case, data):
+    x, axis, _ = case
+    check_rule(lambda x: np.cumsum(x, axis=axis), x)
+    check_rule(lambda x: x.cumsum(axis), x)
+    x = _with_zeros(x, data)
+    check_rule(lambda x: np.cumprod(x, axis=axis), x)
+    check_rule(lambda x: x.cumprod(axis=axis), x)
+
+
+def _cumprod_grad(x, dy):
+    """The gradient of <dy, cumprod(x)> along the last axis from the definition."""
+    g = np.zeros_like(x)
+    for j in range(x.shape[-1]):
+        for i in range(j, x.shape[-1]):
+            g[..., j] += dy[..., i] * np.prod(np.delete(x[..., :i + 1], j, axis=-1), axis=-1)
+    return g
+
+
+def test_cumprod_with_zeros_is_exact():
+    rng = np.random.default_rng(7)
+    for zeros in ([], [1], [0], [4], [1, 3], [0, 1, 4]):
+        x = rng.standard_normal((2, 5))
+        x[0, zeros] = 0
+        dy = rng.standard_normal((2, 5))
+        _, back = bytegrad.pullback(lambda x: np.cumprod(x, axis=1), x)
+        assert np.allclose(back(dy)[0], _cumprod_grad(x, dy), rtol=1e-13, atol=0)
+    x = np.array([0.0, 0.0, 2.0])
+    assert np.array_equal(bytegrad.gradient(lambda x: np.cumprod(x).sum(), x)[0], [1, 0, 0])
+
+
+@SETTINGS
+@given(cases(min_ndim=1, tuples=False), st.integers(0, 3), st.data())
+def test_diff(case, n, data):
+    x, _, _ = case
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    check_rule(lambda x: np.diff(x, n, axis), x)
+    check_rule(lambda x: np.diff(x, n=n, axis=axis) * 1.5, x)
+    shape = list(x.shape)
+    shape[axis] = 2
+    p = np.ones(shape, x.dtype)
+    check_rule(lambda x, p, q: np.diff(x, n=n, axis=axis, prepend=p, append=q), x, p, 0.5)
+    check_rule(lambda x, p, q: np.diff(x, n, axis, p, q), x, p, 0.5)
+
+
+def test_diff_values():
+    g = bytegrad.gradient(lambda a, b, c: np.diff([a, b, c], prepend=0.5).sum() * a, 1.0, 2.0, 4.0)
+    assert g == (4.0 - 0.5, 0.0, 1.0)  # (c - 0.5) * a
+    g = bytegrad.gradient(lambda x: (np.diff(x) * [1.0, 2.0, 3.0]).sum(), np.zeros(4))[0]
+    assert np.array_equal(g, [-1, -1, -1, 3])
+    g = bytegrad.gradient(lambda x: np.diff(x, 2).sum(), np.zeros(5))[0]
+    assert np.array_equal(g, [1, -1, 0, -1, 1])
+
+
+# --- norm ------------------------------------------------------------------------
+
+VECTOR_ORDS = [None, 2, 1, np.inf, -np.inf, 3, 1.5, -1, 0.5, 0]
+MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
+
+
+@SETTINGS
+@given(st.sampled_from(VECTOR_ORDS), cases(min_ndim=1, tuples=False))
+def test_vector_norms(ord, case):
+    x, axis, keepdims = case
+    if axis is None and x.ndim > 1:
+        if ord is not None:
+            return
+    x = x + np.sign(x) * 0.1  # away from 0 for the orders below 1
+    check_rule(lambda x: np.linalg.norm(x, ord, axis, keepdims), x)
+    check_rule(lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims), x)
+
+
+@SETTINGS
+@given(st.sampled_from(MATRIX_ORDS), st.integers(2, 3), st.integers(2, 3), st.integers(0, 2),
+       st.booleans(), FLOATS, st.integers(0, 2 ** 16), st.data())
+def test_matrix_norms(ord, m, n, batch, keepdims, dtype, seed, data):
+    x = np.random.default_rng(seed).standard_normal((m, n) + (2,) * batch).astype(dtype)
+    if batch == 0 and data.draw(st.booleans()):
+        axis = None
+    else:
+        axis = tuple(data.draw(st.permutations(range(x.ndim)))[:2])
+        axis = tuple(a - x.ndim if data.draw(st.booleans()) else a for a in axis)
+    check_rule(lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims), x)
+
+
+def test_norm_values():
+    g = bytegrad.gradient(lambda x: np.linalg.norm(x), np.array([3.0, -4.0]))[0]
+    assert np.allclose(g, [0.6, -0.8])
+    assert np.array_equal(bytegrad.gradient(np.linalg.norm, np.zeros(3))[0], np.zeros(3))
+    g = bytegrad.gradient(lambda x: np.linalg.norm(x, np.inf), np.array([1.0, -3.0, 3.0]))[0]
+    assert np.array_equal(g, [0, -.5, .5])
+    g = bytegrad.gradient(lambda x: np.linalg.norm(x, 1), np.array([1.0, 0.0, -2.0]))[0]
+    assert np.array_equal(g, [1, 0, -1])
+    a = np.diag([3.0, 2.0, 1.0])
+    g = bytegrad.gradient(lambda a: np.linalg.norm(a, 2), a)[0]
+    assert np.allclose(g, np.diag([1.0, 0, 0]))
+    g = bytegrad.gradient(lambda a: np.linalg.norm(a, -2), a)[0]
+    assert np.allclose(g, np.diag([0, 0, 1.0]))
+    assert np.allclose(bytegrad.gradient(lambda a: np.linalg.norm(a, "nuc"), a)[0], np.eye(3))
+    g = bytegrad.gradient(lambda a: np.linalg.norm(a, 1), np.array([[1.0, -2.0], [1.0, 0.0]]))[0]
+    assert np.array_equal(g, [[.5, -.5], [.5, 0]])  # tied column sums share
+
+
+# --- complex ---------------------------------------------------------------------
+
+def test_complex():
+    rng = np.random.default_rng(8)
+    z = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    check_rule(lambda z: np.sum(z, axis=1), z)
+    check_rule(lambda z: z.mean(axis=(0, 1), keepdims=True), z)
+    check_rule(lambda z: np.var(z, axis=0, ddof=1), z)
+    check_rule(lambda z: z.std(axis=-1), z)
+    check_rule(lambda z: np.prod(z, axis=1), z)
+    z0 = z.copy()
+    z0[1, 2] = 0
+    check_rule(lambda z: np.prod(z, axis=1), z0)
+    check_rule(lambda z: np.cumsum(z, axis=0), z)
+    check_rule(lambda z: np.cumprod(z, axis=1), z)
+    check_rule(lambda z: np.cumprod(z, axis=1), z0)
+    check_rule(lambda z: np.diff(z, 2, axis=1), z)
+    for ord in (None, 1, 3, np.inf):
+        check_rule(lambda z: np.linalg.norm(z, ord, axis=1), z)
+    for ord in ("fro", "nuc", 2, -2, 1, np.inf):
+        check_rule(lambda z: np.linalg.norm(z, ord), z)
+    check_rule(lambda z: np.sum(z, axis=0), z.astype(np.complex64))
+    check_rule(lambda z: np.max(z, axis=1) + z.min(), z)  # lexicographic order
+    check_rule(lambda z: np.prod(z, axis=0), z.astype(np.complex64))
