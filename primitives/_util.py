@@ -1,9 +1,13 @@
 """Small helpers shared by the rule families."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
-_REAL = (float, np.float64, np.float32)
+from ..runtime.algebra import is_differentiable
+from .kernels import kernel
+
 _FAST = frozenset({float, np.float64, int})  # reals whose gradients need no work
 
 
@@ -20,37 +24,78 @@ def conj(x):
     return c() if c is not None else x
 
 
+def active(x) -> bool:
+    """Whether ``x`` can carry a gradient (`is_differentiable`, fast for the usual types)."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.dtype.kind in "fc"
+    if t is float or t is np.float64 or t is complex:
+        return True
+    if t is int or t is bool or x is None:
+        return False
+    return is_differentiable(x)
+
+
 def unbroadcast(x, g):
-    """The gradient ``g`` of a broadcast result, summed back to the shape of ``x``;
-    None where ``x`` cannot carry a gradient (ints, bools, integer arrays)."""
+    """The gradient ``g`` of a broadcast result, summed back to the shape of ``x`` and
+    given ``x``'s floating dtype (the real part where ``x`` is real); None where ``x``
+    cannot carry a gradient (ints, bools, integer arrays).  A list or tuple ``x``
+    (an array-like argument of a NumPy function) gets a list or tuple of the same
+    nesting, with None for its ints."""
     t = type(x)
     if t is float or t is np.float64:
-        if type(g) in _FAST:
+        tg = type(g)
+        if tg is float or tg is np.float64:
             return g
-    elif t is int or t is bool or x is None:
+        g = np.sum(g) if tg is np.ndarray else g
+        return float(g.real) if isinstance(g, (complex, np.complexfloating)) or t is float \
+            else np.float64(g)
+    if t is int or t is bool or x is None:
         return None
-    if t in _REAL or t is complex:
-        if isinstance(g, np.ndarray):
-            g = g.sum()
-            return g if t is complex else g.real
-        return g if t is complex or type(g) is not complex else g.real
+    if t is np.ndarray and type(g) is np.ndarray and g.dtype is x.dtype and g.shape == x.shape:
+        return g  # the usual case: nothing to do
     if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "fc":
+        kind = x.dtype.kind
+        if kind not in "fc":
             return None
-        g = np.asarray(g)
+        if type(g) is not np.ndarray:
+            g = np.asarray(g)
         if g.shape != x.shape:
             g = _sum_to(g, x.shape)
-        if x.dtype.kind == "f" and g.dtype.kind == "c":
-            g = g.real
-        return g.astype(x.dtype, copy=False) if g.dtype != x.dtype else g
-    if isinstance(x, (np.integer, np.bool_)):
-        return None
+        if g.dtype != x.dtype:
+            if kind == "f" and g.dtype.kind == "c":
+                g = g.real
+            g = g.astype(x.dtype, copy=False)
+        return g
+    if t is complex:
+        return complex(np.sum(g)) if type(g) is np.ndarray else complex(g)
     if isinstance(x, np.generic):
-        return np.asarray(g).sum().astype(x.dtype) if isinstance(g, np.ndarray) else g
+        kind = x.dtype.kind
+        if kind not in "fc":
+            return None
+        g = np.sum(g) if type(g) is np.ndarray else g
+        return x.dtype.type(g.real if kind == "f" and np.iscomplexobj(g) else g)
+    if t is list or t is tuple:
+        if not is_differentiable(x):
+            return None
+        return _nested(x, unbroadcast(np.asarray(x), g))
     return g
 
 
+def _nested(x, g):
+    """The array ``g`` in the nested list/tuple structure of ``x``; None for its ints."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(_nested(xi, gi) for xi, gi in zip(x, g))
+    if isinstance(x, np.ndarray):
+        return unbroadcast(x, g)
+    if not active(x):
+        return None
+    return unbroadcast(x, g.item() if isinstance(g, (np.ndarray, np.generic)) and np.ndim(g) == 0 else g)
+
+
 def _sum_to(g, shape):
+    if g.ndim < len(shape):  # a gradient that is constant along the missing axes
+        return np.broadcast_to(g, shape).copy()
     extra = g.ndim - len(shape)
     if extra:
         g = g.sum(axis=tuple(range(extra)))
@@ -58,3 +103,75 @@ def _sum_to(g, shape):
     if axes:
         g = g.sum(axis=axes, keepdims=True)
     return g.reshape(shape)
+
+
+BIG = 10_000  # arrays from this size on go to the fused kernels (see bench/kernels_elementwise.py)
+_numba = None
+
+
+def have_numba() -> bool:
+    """Whether numba can be imported (found without importing it)."""
+    global _numba
+    if _numba is None:
+        _numba = importlib.util.find_spec("numba") is not None
+    return _numba
+
+
+def fused(kern, d, u, *consts):
+    """``kern(d, u, out, *consts)`` into a new array ``out`` when ``d`` and ``u`` are
+    large C-contiguous float32 or float64 arrays of one shape and dtype (the constants
+    are given that dtype, so float32 stays float32); None otherwise, and then the
+    caller computes the same with NumPy."""
+    global _numba
+    if type(d) is not np.ndarray or d.size < BIG or type(u) is not np.ndarray:
+        return None
+    dt = d.dtype
+    if dt != u.dtype or dt.char not in "fd" or d.shape != u.shape or \
+            not (d.flags.c_contiguous and u.flags.c_contiguous):
+        return None
+    if not have_numba():
+        return None
+    out = np.empty(d.shape, dt)
+    t = float if dt.char == "d" else dt.type  # numba reads a float faster than a float64
+    kern(d.reshape(-1), u.reshape(-1), out.reshape(-1), *[t(c) for c in consts])
+    return out
+
+
+@kernel
+def _k_sign(d, x, out):
+    """``out = d * sign(x)``."""
+    for i in range(out.shape[0]):
+        v = x[i]
+        if v > 0:
+            out[i] = d[i]
+        elif v < 0:
+            out[i] = -d[i]
+        elif v == 0:
+            out[i] = 0
+        else:  # nan
+            out[i] = v
+
+
+def abs_grad(x, y, d):
+    """The gradient of ``y = abs(x)`` for output gradient ``d``: ``d * sign(x)`` for
+    reals (0 at 0), ``d * x / |x|`` for complex numbers (0 at 0)."""
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        if x.dtype.kind == "c":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                u = x / y
+            if isinstance(u, np.ndarray):
+                u[y == 0] = 0
+            elif y == 0:
+                u = 0 * u
+            return d * u
+        s = fused(_k_sign, d, x)
+        if s is not None:
+            return s
+        s = np.sign(x)
+        if type(s) is np.ndarray and type(d) is np.ndarray and s.shape == d.shape \
+                and s.dtype == d.dtype:
+            return np.multiply(s, d, out=s)
+        return d * s
+    if type(x) is complex:
+        return d * (x / y) if y else d * 0j
+    return d * ((x > 0) - (x < 0))

@@ -12,8 +12,9 @@ import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable
-from ..runtime.forward import forward
+from ..runtime.forward import forward, run_plain
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
+from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
 @rule(ops.identity)
@@ -54,6 +55,8 @@ def _scalar_index(x, k):
 def _getitem(x, k):
     y = x[k]
     t = type(x)
+    if t is not tuple and isinstance(x, tuple):  # a named tuple's gradient is a tuple
+        t = tuple
     if type(k) is int and (t is np.ndarray or t is list or t is tuple):
         return y, lambda d: (None, OneHot(x, k, d), None)
     if t is dict:
@@ -68,21 +71,11 @@ def _getitem(x, k):
             return None, t(g), None
         return y, back
     if t is np.ndarray:
-        if x.dtype.kind not in "fc":
-            return y, nograd(2)
-
-        def back(d):
-            g = np.zeros(x.shape, x.dtype)
-            np.add.at(g, k, d)
-            return None, g, None
-        return y, back
+        return y, _array_getitem_pullback(x, k)
     getitem = getattr(t, "__getitem__", None)
     if type(getitem).__name__ == "function":
         return forward(getitem, x, k)
-    if is_differentiable(y):
-        from ..runtime.errors import NoRuleError
-        raise NoRuleError(getitem, "<indexing>", 0)
-    return y, nograd(2)
+    return run_plain(lambda x, k: y, (x, k), {}, name=getitem)
 
 
 def _like(seq, d):
@@ -216,14 +209,19 @@ def _apply(f, args, kwargs=None):
 @rule(getattr)
 def _getattr(x, name, *default):
     y = getattr(x, name, *default)
-    if name == "real":
-        return y, lambda d: (None, d, None)
+    if name == "real":  # the gradient of a complex number is complex
+        return y, lambda d: (None, np.asarray(d, x.dtype) if isinstance(x, np.ndarray)
+                             else d + 0j if isinstance(x, complex) else d, None)
     if name == "imag":  # Im(x + iy) = y has gradient 0 + 1i
         return y, lambda d: (None, 1j * d if np.iscomplexobj(x) else None, None)
     if getattr(y, "__self__", None) is x:  # a bound method: its gradient is its object's
         return y, lambda d: (None, d, None)
+    if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
+        return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
     if name == "T":
         return y, lambda d: (None, d.T, None)
+    if name == "mT":
+        return y, lambda d: (None, np.swapaxes(d, -1, -2), None)
     return y, lambda d: (None, {name: d}, None)
 
 
@@ -234,7 +232,7 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   ops.delete_global, ops.build_set, ops.set_add, ops.set_update,
                   np.shape, np.ndim, np.size)
 
-sparse_gradients(op.getitem, ops.iterate)
+sparse_gradients(op.getitem, ops.iterate, next, getattr)
 
 
 @rule(ops.bound)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import functools
 
 
-def kernel(fn):
-    """``fn`` jitted by numba the first time it is called."""
+def kernel(fn=None, **options):
+    """``fn`` jitted by numba the first time it is called; ``@kernel`` or, with numba
+    options, ``@kernel(error_model="numpy")`` (for kernels that divide: ``x / 0``
+    gives inf/nan as in NumPy instead of raising, and the loop vectorizes)."""
+    if fn is None:
+        return functools.partial(kernel, **options)
     jitted = None
 
     @functools.wraps(fn)
@@ -14,7 +18,7 @@ def kernel(fn):
         nonlocal jitted
         if jitted is None:
             import numba
-            jitted = numba.njit(cache=True, nogil=True)(fn)
+            jitted = numba.njit(cache=True, nogil=True, **options)(fn)
         return jitted(*args)
     call.py_func = fn
     return call

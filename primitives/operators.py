@@ -1,9 +1,15 @@
 """Rules for Python's arithmetic operators (and their in-place forms).
 
 They hold for any numbers (int, float, complex, Fraction, NumPy scalars and
-arrays with broadcasting): gradients follow the Zygote paper's convention for
-complex numbers, ``Δ * conj(∂y/∂x)``.  Comparisons, ``is``, ``in``, ``not``
-and bitwise operators carry no gradient.
+arrays with broadcasting, lists mixed with arrays): gradients follow the Zygote
+paper's convention for complex numbers, ``Δ * conj(∂y/∂x)``, have their operand's
+shape and floating dtype (float32 stays float32), and are None for ints, bools and
+integer arrays.  For arrays the pullbacks return `Lazy` results, so the gradient of
+a constant operand (``x * 2.0``) is never computed.  ``a ** b``: ``d/da`` is 0 where
+``b`` is 0, ``d/db = y log |a|`` (0 where ``a`` is 0).  ``abs``: ``sign(x)`` (0 at
+0), ``x / |x|`` for complex (0 at 0).  ``a @ b`` follows NumPy's rules for 1-D
+operands and batch broadcasting.  Floor division (piecewise constant),
+comparisons, ``is``, ``in``, ``not`` and bitwise operators carry no gradient.
 """
 from __future__ import annotations
 
@@ -12,9 +18,10 @@ import operator as op
 
 import numpy as np
 
-from ..runtime.algebra import accum
-from ..runtime.rules import nondifferentiable, rule
-from ._util import conj, unbroadcast as ub
+from ..runtime.algebra import accum, is_differentiable
+from ..runtime.forward import user_location
+from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
+from ._util import abs_grad, active, conj, unbroadcast as ub
 
 # Scalar loops are dominated by these rules, so each has a fast path for real
 # scalars (float or float64 with ints), where no conjugation or unbroadcasting
@@ -39,16 +46,26 @@ def _real(a, b):
     return None
 
 
+def _repeats(n) -> bool:
+    return isinstance(n, (int, np.integer))
+
+
+def _grads(a, b, ga, gb):
+    """The pullback result for thunks ``ga``, ``gb`` of the operands' gradients;
+    the thunk of an operand that cannot carry a gradient is never called."""
+    return Lazy(None, ga if active(a) else None, gb if active(b) else None)
+
+
 @rule(op.add, op.iadd)
 def _add(a, b):
     r = _real(a, b)
     if r is not None:
         fa, fb = r
         return a + b, lambda d: (None, d if fa else None, d if fb else None)
-    if type(a) in _SEQUENCES:  # concatenation: each side gets its slice
+    if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
         n = len(a)
         return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
-    return a + b, lambda d: (None, ub(a, d), ub(b, d))
+    return a + b, lambda d: _grads(a, b, lambda: ub(a, d), lambda: ub(b, d))
 
 
 @rule(op.sub, op.isub)
@@ -57,7 +74,7 @@ def _sub(a, b):
     if r is not None:
         fa, fb = r
         return a - b, lambda d: (None, d if fa else None, -d if fb else None)
-    return a - b, lambda d: (None, ub(a, d), ub(b, -d))
+    return a - b, lambda d: _grads(a, b, lambda: ub(a, d), lambda: ub(b, -d))
 
 
 @rule(op.mul, op.imul)
@@ -66,7 +83,8 @@ def _mul(a, b):
     if r is not None:
         fa, fb = r
         return a * b, lambda d: (None, d * b if fa else None, a * d if fb else None)
-    if type(a) in _SEQUENCES or type(b) in _SEQUENCES:  # repetition: the copies' gradients add
+    if (type(a) in _SEQUENCES and _repeats(b)) or (type(b) in _SEQUENCES and _repeats(a)):
+        # repetition: the copies' gradients add
         seq, n = (a, b) if type(a) in _SEQUENCES else (b, a)
         k = len(seq)
 
@@ -74,7 +92,7 @@ def _mul(a, b):
             g = type(seq)(_sum_items(d[i::k]) for i in range(k))
             return (None, g, None) if seq is a else (None, None, g)
         return seq * n, back
-    return a * b, lambda d: (None, ub(a, d * conj(b)), ub(b, conj(a) * d))
+    return a * b, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
 @rule(op.truediv, op.itruediv)
@@ -87,14 +105,11 @@ def _div(a, b):
 
     def back(d):
         da = d / conj(b)
-        return None, ub(a, da), ub(b, -da * conj(y))
+        return _grads(a, b, lambda: ub(a, da), lambda: ub(b, -da * conj(y)))
     return y, back
 
 
-@rule(op.floordiv, op.ifloordiv)
-def _floordiv(a, b):
-    y = a // b
-    return y, lambda d: (None, ub(a, d * 0), ub(b, d * 0))
+nondifferentiable(op.floordiv, op.ifloordiv)  # piecewise constant: no gradient
 
 
 @rule(op.mod, op.imod)
@@ -102,16 +117,58 @@ def _mod(a, b):
     y = a % b
     if isinstance(a, str):
         return y, lambda d: (None, None, None)
-    return y, lambda d: (None, ub(a, d), ub(b, -d * (a // b)))
+    r = _real(a, b)
+    if r is not None:
+        fa, fb = r
+        return y, lambda d: (None, d if fa else None, -d * (a // b) if fb else None)
+    return y, lambda d: _grads(a, b, lambda: ub(a, d), lambda: ub(b, -d * (a // b)))
 
 
 def _log(x):
-    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
-        return np.log(x)
-    if isinstance(x, complex) or (isinstance(x, (int, float)) and x < 0):
+    """``log x`` for the gradient in the exponent: ``log |x|`` for negative reals (so
+    ``(-2.0) ** 3.0`` has ``d/db = y log 2``, as in `math.pow`), 0 where ``x`` is 0."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = np.log(x if x.dtype.kind == "c" else np.abs(x))
+        if isinstance(lg, np.ndarray):
+            lg[x == 0] = 0
+            return lg
+        return lg if x != 0 else 0 * lg
+    if x == 0:
+        return 0.0
+    if isinstance(x, complex):
         import cmath
         return cmath.log(x)
-    return math.log(x)
+    return math.log(abs(x))
+
+
+def _arr(x):
+    """An array-like list or tuple as an array; other operands unchanged."""
+    return np.asarray(x) if type(x) in _SEQUENCES else x
+
+
+def pow_grads(a, b, y, d, power=None):
+    """Thunks for the gradients of ``y = a ** b`` (or ``power(a, b)``) for output gradient
+    ``d``: ``d * conj(b a^(b-1))`` (0 where ``b`` is 0) and ``d * conj(y log a)`` (0
+    where ``a`` is 0; ``log |a|`` for negative real ``a``, as in `math.pow`)."""
+    a2, b2 = _arr(a), _arr(b)
+    pw = power or op.pow
+
+    def da():
+        if type(b2) is not np.ndarray:
+            if b2 == 0:
+                return None
+            if b2 == 1:
+                return ub(a, d * 1)
+            if b2 == 2:
+                return ub(a, d * conj(a2 + a2))
+            return ub(a, d * conj(b2 * pw(a2, b2 - 1)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = b2 * pw(a2, b2 - 1)
+        if isinstance(u, np.ndarray):
+            u[np.broadcast_to(b2 == 0, u.shape)] = 0
+        return ub(a, d * conj(u))
+    return _grads(a, b, da, lambda: ub(b, d * conj(y * _log(a2))))
 
 
 @rule(op.pow, op.ipow, pow)
@@ -121,35 +178,35 @@ def _pow(a, b, *mod):
     y = a ** b
     if type(a) in _FLOATS and type(b) is int:
         return y, lambda d: (None, d * b * a ** (b - 1) if b else d * 0.0, None)
+    return y, lambda d: pow_grads(a, b, y, d)
 
-    def back(d):
-        if type(b) in (int, float) and b == 0:
-            da = ub(a, d * 0)
-        else:
-            da = ub(a, d * conj(b * a ** (b - 1)))
-        db = None
-        if ub(b, d) is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                db = ub(b, d * conj(y * _log(a)) if np.all(a != 0) else d * 0 * conj(y))
-        return None, da, db
-    return y, back
+
+def _matmul_grads(a, b, d):
+    """Thunks for the gradients of ``a @ b``, with NumPy's rules for 1-D operands
+    (a vector is a row on the left, a column on the right) and batch broadcasting."""
+    a2, b2, d2 = np.asarray(a), np.asarray(b), np.asarray(d)
+    if a2.ndim == 1 and b2.ndim == 1:
+        return _grads(a, b, lambda: ub(a, d2 * conj(b2)), lambda: ub(b, conj(a2) * d2))
+    if a2.ndim == 1:  # d has the shape (..., n)
+        d2 = d2[..., None, :]
+    elif b2.ndim == 1:  # d has the shape (..., m)
+        d2 = d2[..., :, None]
+
+    def da():
+        B = b2[:, None] if b2.ndim == 1 else b2
+        g = d2 @ np.swapaxes(conj(B), -1, -2)
+        return ub(a, g[..., 0, :] if a2.ndim == 1 else g)
+
+    def db():
+        A = a2[None, :] if a2.ndim == 1 else a2
+        g = np.swapaxes(conj(A), -1, -2) @ d2
+        return ub(b, g[..., 0] if b2.ndim == 1 else g)
+    return _grads(a, b, da, db)
 
 
 @rule(op.matmul, op.imatmul)
 def _matmul(a, b):
-    y = a @ b
-
-    def back(d):
-        a2, b2, d2 = np.asarray(a), np.asarray(b), np.asarray(d)
-        if a2.ndim == 1 and b2.ndim == 1:
-            return None, ub(a, d2 * conj(b2)), ub(b, conj(a2) * d2)
-        if a2.ndim == 1:
-            return None, ub(a, conj(b2) @ d2), ub(b, np.outer(conj(a2), d2))
-        if b2.ndim == 1:
-            return None, ub(a, np.outer(d2, conj(b2))), ub(b, np.swapaxes(conj(a2), -1, -2) @ d2)
-        return (None, ub(a, d2 @ np.swapaxes(conj(b2), -1, -2)),
-                ub(b, np.swapaxes(conj(a2), -1, -2) @ d2))
-    return y, back
+    return a @ b, lambda d: _matmul_grads(a, b, d)
 
 
 @rule(op.neg)
@@ -165,15 +222,31 @@ def _pos(a):
 @rule(op.abs, abs)
 def _abs(a):
     y = abs(a)
-
-    def back(d):
-        if isinstance(a, complex) or (isinstance(a, np.ndarray) and a.dtype.kind == "c"):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return None, ub(a, d * a / y if np.all(y != 0) else d * 0 * a)
-        return None, ub(a, d * np.sign(a) if isinstance(a, np.ndarray) else d * ((a > 0) - (a < 0)))
-    return y, back
+    return y, lambda d: (None, ub(a, abs_grad(a, y, d)))
 
 
 nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, op.not_,
                   op.contains, op.truth, op.invert, op.and_, op.or_, op.xor, op.lshift,
                   op.rshift, op.iand, op.ior, op.ixor, op.ilshift, op.irshift)
+
+
+def _in_place(f, r, symbol):
+    """``a op= b`` mutates a list or an array for every alias of it, which the
+    functional rules would not; until mutation is differentiable, refuse it when
+    a gradient could flow, instead of computing something else."""
+    def in_place(a, b):
+        if isinstance(a, (np.ndarray, list)):
+            if is_differentiable(a) or is_differentiable(b):
+                file, line = user_location()
+                raise NotImplementedError(
+                    f"{file}:{line}: in-place `{symbol}=` on a {type(a).__name__} is not "
+                    f"differentiable yet; write `a = a {symbol} b` instead")
+            return f(a, b), nograd(2)
+        return r(a, b)
+    return in_place
+
+
+for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
+                        (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),
+                        (op.imatmul, _matmul, "@")):
+    rule(_f)(_in_place(_f, _r, _symbol))

@@ -8,6 +8,7 @@ tape; its `Pullback` runs the compiled adjoint over that tape.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import types
 
@@ -167,21 +168,33 @@ def forward(f, *args, **kw):
         # a method of a C type: look for a rule of the unbound method
         unbound = getattr(type(f.__self__), f.__name__, None)
         y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
-            else _plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))
+            else run_plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))
         return y, _drop_callee(pb)
     if not isinstance(f, type) and type(getattr(type(f), "__call__", None)) is types.FunctionType:
         y, pb = forward(type(f).__call__, f, *args, **kw)
         return y, _drop_callee(pb)
-    return _plain(f, args, kw)
+    return run_plain(f, args, kw)
 
 
-def _plain(f, args, kw, call=None):
-    """A callable with neither rule nor bytecode: fine while no gradient can reach it."""
+def run_plain(f, args, kw, call=None, name=None):
+    """Call ``call or f`` with no gradient, which is right while no differentiable
+    value reaches it; otherwise raise NoRuleError naming ``name or f`` and the
+    user's line (the innermost frame outside bytegrad's runtime and rules)."""
     if not any(map(algebra.is_differentiable, args + tuple(kw.values()))):
         return (call or f)(*args, **kw), nograd(len(args))
+    raise NoRuleError(name or f, *user_location())
+
+
+def user_location():
+    """``(file, line)`` of the innermost frame outside bytegrad's runtime and rules:
+    the user's line that is being differentiated."""
     frame = sys._getframe(1)
-    while frame.f_code.co_filename == __file__:
+    while frame.f_code.co_filename.startswith(_RUNTIME_DIRS):
         frame = frame.f_back
-    raise NoRuleError(f, frame.f_code.co_filename, frame.f_lineno)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+_RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
+                      for d in ("runtime", "primitives"))
 
 _Hooks.forward = staticmethod(forward)

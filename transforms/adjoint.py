@@ -183,8 +183,10 @@ def use_counts(ir) -> dict:
 
 def may_be_sparse(ir, sparse) -> set:
     """Variables whose gradient slot may hold a sparse gradient: the arguments of
-    callees marked ``sparse``, and what edges pass to block arguments that may."""
-    out = {x for _, _, st in ir.statements() if not isinstance(st.fn, Var) and sparse(st.fn)
+    callees marked ``sparse`` or not known until run time, and what edges pass
+    to block arguments that may."""
+    out = {x for _, _, st in ir.statements()
+           if isinstance(st.fn, (Var, Global)) or sparse(st.fn)  # a dynamic callee may be getitem
            for x in st.args if isinstance(x, Var)}
     return flow(ir, out, backward=True)
 

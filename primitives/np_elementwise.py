@@ -1,0 +1,606 @@
+"""Rules for NumPy's elementwise functions (ufuncs and their relatives).
+
+Differentiable, for arrays, NumPy scalars, Python numbers and array-like lists
+(with broadcasting; a gradient has its argument's shape and floating dtype, so
+float32 stays float32; integer and boolean arguments get None):
+    exp exp2 expm1 log log2 log10 log1p sqrt cbrt square reciprocal sin cos tan
+    arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh deg2rad radians
+    rad2deg degrees negative positive sinc — from the table `UNARY`;
+    abs/absolute (``sign(x)``, 0 at 0; ``x / |x|`` for complex, 0 at 0) sign (zero
+    gradient for reals — its derivative is 0 except at 0; for complex ``z / |z|``
+    the derivative of that) conj/conjugate real imag angle;
+    add subtract multiply divide/true_divide mod/remainder fmod power float_power
+    arctan2 hypot logaddexp logaddexp2 copysign (gradient to the magnitude only)
+    — from the table `BINARY`;
+    maximum minimum fmax fmin where clip (and the methods ``x.clip``, ``x.conj``,
+    ``x.conjugate``); with SciPy, ``scipy.special.expit``, ``logit``, ``log_expit``
+    (registered when ``scipy.special`` is imported, so bytegrad itself does not
+    import SciPy).
+Non-differentiable (run plainly, carry no gradient): floor ceil trunc rint fix
+    round around ``x.round`` floor_divide (piecewise constant: the derivative is 0
+    wherever it exists), isnan isinf isfinite isposinf isneginf signbit isreal
+    iscomplex isclose, the comparisons greater greater_equal less less_equal equal
+    not_equal, logical_and logical_or logical_xor logical_not.
+
+Conventions:
+  * Complex numbers follow the Zygote convention of the operator rules: a
+    holomorphic ``f`` pulls ``dy`` back to ``dy * conj(f'(z))``; the functions of
+    NumPy that reject complex input (cbrt, arctan2, hypot, logaddexp, …) still do.
+  * maximum/minimum: on a tie the whole gradient goes to the FIRST argument; where
+    an argument is NaN, the gradient goes to the argument NumPy propagated (the
+    first NaN).  fmax/fmin: ties likewise go to the first argument; NaNs are
+    ignored as NumPy ignores them (the gradient goes to the other argument; to the
+    first if both are NaN).
+  * clip(x, lo, hi): ``x`` gets the gradient where ``lo <= x <= hi`` (the bounds
+    included) or ``x`` is NaN; a bound gets it where ``x`` is strictly beyond it
+    (if ``lo > hi``, NumPy returns ``hi`` and so ``hi`` gets it).  Bounds passed by
+    keyword (``a_min=``, ``min=``…) get no gradient; None bounds none.
+  * where(cond, a, b): ``a`` gets the gradient where ``cond``, ``b`` elsewhere
+    (summed back over broadcasting); ``cond`` none.  ``where(cond)`` (indices)
+    carries no gradient.
+  * power(a, b): ``d/da = b a^(b-1)``, 0 where ``b`` is 0; ``d/db = y log a``, 0
+    where ``a`` is 0 and ``y log |a|`` for negative real ``a`` (as `math.pow`).
+  * arctan2 at (0, 0), hypot at (0, 0), sinc's removable point and angle at 0
+    have gradient 0; the other singular points give inf or nan as NumPy's
+    arithmetic does (``log`` at 0: ``dy / 0``).
+  * mod/remainder: ``d/da = 1``, ``d/db = -floor(a / b)``; fmod: ``-trunc(a / b)``.
+  * Ufunc options ``dtype=``, ``casting=``, ``order=``, ``subok=`` are passed on;
+    ``out=`` (also positional) and ``where=`` are not differentiable yet: with a
+    differentiable argument they raise TypeError (without one, the call runs plainly).
+
+Large arrays (from `_util.BIG` = 10 000 elements on) use fused numba kernels in the
+pullbacks (compiled on first use, so ``import bytegrad`` does not load numba): the
+polynomial and rational derivatives of the table `UNARY` (tanh, tan, expit, arcsin,
+arctan, reciprocal, …; from 4 `BIG` for the ones where NumPy needs only one pass
+more), abs, the masks of maximum/minimum/fmax/fmin/clip against constant bounds, and
+the selections of where/maximum/clip (``np.where(m, d, 0)`` mispredicts a branch per
+element of a random mask).  One pass over memory and one allocation instead of
+NumPy's temporaries; ``bench/kernels_elementwise.py`` measures each against the NumPy
+expression it replaces.  Non-contiguous, mixed-dtype, float16 and complex arrays take
+the NumPy path, which from 4096 elements on reuses its temporaries in place.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+
+import numpy as np
+
+from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
+from . import _util
+from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub
+from .operators import _grads, pow_grads
+
+_NOGRAD1 = nograd(1)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_DEG = math.pi / 180
+
+
+def _arr(x):
+    """An array-like list or tuple as an array; other arguments unchanged."""
+    return np.asarray(x) if type(x) is list or type(x) is tuple else x
+
+
+def _call(f, args, rest, kw):
+    """``f(*args, *rest, **kw)`` for a call with ufunc options: TypeError for an
+    output array (``out=`` or positional) or ``where=`` if any argument is differentiable."""
+    out = rest[0] if rest else kw.get("out")
+    if not (out is None or (type(out) is tuple and all(o is None for o in out))) \
+            or kw.get("where", True) is not True:
+        if any(map(active, args)):
+            name = getattr(f, "__name__", f)
+            raise TypeError(f"numpy.{name}: in-place out= (and where=) is not differentiable "
+                            f"yet; use the returned array instead (y = numpy.{name}(...))")
+    return f(*args, *rest, **kw)
+
+
+# -- Fused pullback kernels (numba, compiled on first use).  ``u`` is x or y.
+
+@kernel
+def _k_mul(d, u, out, a, b, c):
+    """``out = d * (a + b u + c u²)``."""
+    for i in range(out.shape[0]):
+        v = u[i]
+        out[i] = d[i] * (a + v * (b + c * v))
+
+
+@kernel(error_model="numpy")
+def _k_div(d, u, out, a, b, c):
+    """``out = d / (a + b u + c u²)``."""
+    for i in range(out.shape[0]):
+        v = u[i]
+        out[i] = d[i] / (a + v * (b + c * v))
+
+
+@kernel(error_model="numpy")
+def _k_div_sqrt(d, u, out, a, c, s):
+    """``out = d / (s sqrt(a + c u²))``."""
+    for i in range(out.shape[0]):
+        v = u[i]
+        out[i] = d[i] / (s * np.sqrt(a + c * v * v))
+
+
+@kernel
+def _k_select(d, m, out, inv):
+    """``out = d`` where ``m != inv``, else 0 (branch-free, unlike ``np.where``)."""
+    for i in range(out.shape[0]):
+        out[i] = d[i] if m[i] != inv else 0
+
+
+def select(m, d, inv=False):
+    """``np.where(m, d, 0)``, or ``np.where(m, 0, d)`` with ``inv``: a kernel for large
+    arrays, where ``np.where`` mispredicts a branch per element of a random mask."""
+    if type(d) is np.ndarray and d.size >= _util.BIG and type(m) is np.ndarray and \
+            m.shape == d.shape and m.dtype == np.bool_ and d.dtype.char in "fd" and \
+            d.flags.c_contiguous and m.flags.c_contiguous and _util.have_numba():
+        out = np.empty_like(d)
+        _k_select(d.reshape(-1), m.reshape(-1), out.reshape(-1), inv)
+        return out
+    return np.where(m, 0, d) if inv else np.where(m, d, 0)
+
+
+@kernel
+def _k_between(d, x, out, lo, hi, keep_nan):
+    """``out = d`` where ``lo <= x <= hi`` (or ``x`` is NaN and ``keep_nan``), else 0."""
+    for i in range(out.shape[0]):
+        v = x[i]
+        if (lo <= v and v <= hi) or (keep_nan != 0 and v != v):
+            out[i] = d[i]
+        else:
+            out[i] = 0
+
+
+# -- Unary functions: one table, one rule maker.
+
+MUL, DIV = "mul", "div"
+_INPLACE = 4096  # from this size on, pullbacks reuse their temporaries (small ones: no gain)
+
+
+def _dsinc(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = (np.cos(np.pi * x) - y) / x
+    if type(u) is np.ndarray:
+        u[x == 0] = 0
+        return u
+    return u if x != 0 else 0 * u
+
+
+# (functions, MUL or DIV: multiply or divide dy by the conjugate of the derivative,
+#  the derivative from (x, y) — a new array, or x or y themselves —,
+#  the fused kernel for large real arrays: (from how many times BIG elements on,
+#  operand "x" or "y", kernel, constants…)).  Where the kernel saves NumPy only one
+#  pass over memory, its call overhead pays off from 4 BIG elements on.
+UNARY = [
+    ((np.exp,), MUL, lambda x, y: y, None),
+    ((np.exp2,), MUL, lambda x, y: y * _LN2, (4, "y", _k_mul, 0, _LN2, 0)),
+    ((np.expm1,), MUL, lambda x, y: y + 1, (4, "y", _k_mul, 1, 1, 0)),
+    ((np.log,), DIV, lambda x, y: x, None),
+    ((np.log2,), DIV, lambda x, y: x * _LN2, (4, "x", _k_div, 0, _LN2, 0)),
+    ((np.log10,), DIV, lambda x, y: x * _LN10, (4, "x", _k_div, 0, _LN10, 0)),
+    ((np.log1p,), DIV, lambda x, y: 1 + x, (4, "x", _k_div, 1, 1, 0)),
+    ((np.sqrt,), DIV, lambda x, y: y + y, (4, "y", _k_div, 0, 2, 0)),
+    ((np.cbrt,), DIV, lambda x, y: 3 * y * y, (1, "y", _k_div, 0, 0, 3)),
+    ((np.square,), MUL, lambda x, y: x + x, (4, "x", _k_mul, 0, 2, 0)),
+    ((np.reciprocal,), MUL, lambda x, y: -y * y, (1, "y", _k_mul, 0, 0, -1)),
+    ((np.sin,), MUL, lambda x, y: np.cos(x), None),
+    ((np.cos,), MUL, lambda x, y: -np.sin(x), None),
+    ((np.tan,), MUL, lambda x, y: 1 + y * y, (1, "y", _k_mul, 1, 0, 1)),
+    ((np.arcsin,), DIV, lambda x, y: np.sqrt(1 - x * x), (1, "x", _k_div_sqrt, 1, -1, 1)),
+    ((np.arccos,), DIV, lambda x, y: -np.sqrt(1 - x * x), (1, "x", _k_div_sqrt, 1, -1, -1)),
+    ((np.arctan,), DIV, lambda x, y: 1 + x * x, (1, "x", _k_div, 1, 0, 1)),
+    ((np.sinh,), MUL, lambda x, y: np.cosh(x), None),
+    ((np.cosh,), MUL, lambda x, y: np.sinh(x), None),
+    ((np.tanh,), MUL, lambda x, y: 1 - y * y, (1, "y", _k_mul, 1, 0, -1)),
+    ((np.arcsinh,), DIV, lambda x, y: np.sqrt(1 + x * x), (1, "x", _k_div_sqrt, 1, 1, 1)),
+    ((np.arccosh,), DIV, lambda x, y: np.sqrt(x - 1) * np.sqrt(x + 1),
+     (1, "x", _k_div_sqrt, -1, 1, 1)),
+    ((np.arctanh,), DIV, lambda x, y: 1 - x * x, (1, "x", _k_div, 1, 0, -1)),
+    ((np.deg2rad, np.radians), MUL, lambda x, y: _DEG, None),
+    ((np.rad2deg, np.degrees), MUL, lambda x, y: 1 / _DEG, None),
+    ((np.negative,), MUL, lambda x, y: -1, None),
+    ((np.positive,), MUL, lambda x, y: 1, None),
+    ((np.sinc,), MUL, _dsinc, None),
+]
+
+
+def unary_rule(f, mode, deriv, fuse):
+    """The rule of the elementwise function ``f`` whose derivative is ``deriv(x, y)``."""
+    divide = mode is DIV
+
+    def r(x, *rest, **kw):
+        y = _call(f, (x,), rest, kw) if rest or kw else f(x)
+        t = type(x)
+        if t is np.ndarray:
+            k = x.dtype.kind
+            if k == "f":
+                xa, cx = x, False
+            elif k == "c":
+                xa, cx = x, True
+            else:
+                return y, _NOGRAD1
+        elif t is float or t is np.float64:
+            xa, cx = x, False
+        elif not active(x):
+            return y, _NOGRAD1
+        else:
+            xa = _arr(x)
+            cx = np.iscomplexobj(xa)
+
+        def back(d):
+            if type(d) is np.ndarray and d.size >= _INPLACE:
+                return None, ub(x, _large(d, xa, y, cx, divide, deriv, fuse))
+            u = deriv(xa, y)
+            if cx:
+                u = np.conj(u)
+            return None, ub(x, d / u if divide else d * u)
+        return y, back
+    return r
+
+
+def _large(d, x, y, cx, divide, deriv, fuse):
+    """The gradient of a unary function for a large ``d``: from a fused kernel, or from
+    NumPy reusing the derivative's array for the result."""
+    if fuse is not None and not cx and d.size >= fuse[0] * _util.BIG:
+        g = fused(fuse[2], d, y if fuse[1] == "y" else x, *fuse[3:])
+        if g is not None:
+            return g
+    u = deriv(x, y)
+    new = type(u) is np.ndarray and u is not x and u is not y
+    if cx:
+        u = np.conjugate(u, out=u) if new else np.conj(u)
+    if new and u.shape == d.shape and u.dtype == d.dtype:
+        return np.divide(d, u, out=u) if divide else np.multiply(d, u, out=u)
+    return d / u if divide else d * u
+
+
+for _fs, _mode, _deriv, _fuse in UNARY:
+    for _f in _fs:
+        rule(_f)(unary_rule(_f, _mode, _deriv, _fuse))
+
+
+# -- Non-holomorphic unary functions.
+
+@rule(np.abs, note="gradient sign(x), 0 at 0; complex: x / |x|, 0 at 0")
+def _abs(x, *rest, **kw):
+    y = _call(np.abs, (x,), rest, kw) if rest or kw else np.abs(x)
+    if not active(x):
+        return y, _NOGRAD1
+    xa = _arr(x)
+    return y, lambda d: (None, ub(x, abs_grad(xa, y, d)))
+
+
+@rule(np.sign, note="zero gradient for real input; complex: the gradient of z / |z|")
+def _sign(x, *rest, **kw):
+    """Real: zero gradient.  Complex ``s = z / |z|``: ``dz = (d - conj(d) s²) / (2|z|)``."""
+    y = _call(np.sign, (x,), rest, kw) if rest or kw else np.sign(x)
+    xa = _arr(x)
+    if not np.iscomplexobj(xa):
+        return y, _NOGRAD1
+
+    def back(d):
+        r = np.abs(xa)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = (d - np.conj(d) * y * y) / (r + r)
+        if type(g) is np.ndarray:
+            g[np.broadcast_to(r == 0, g.shape)] = 0
+        elif r == 0:
+            g = 0 * g
+        return None, ub(x, g)
+    return y, back
+
+
+def _conj_rule(f):
+    def r(x, *rest, **kw):
+        y = _call(f, (x,), rest, kw) if rest or kw else f(x)
+        return y, lambda d: (None, ub(x, conj(d)))
+    return r
+
+
+for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate):
+    rule(_f)(_conj_rule(_f))
+
+
+@rule(np.real)
+def _real(x):
+    return np.real(x), lambda d: (None, ub(x, d))
+
+
+@rule(np.imag)
+def _imag(x):
+    y = np.imag(x)
+    if not np.iscomplexobj(_arr(x)):
+        return y, _NOGRAD1
+    return y, lambda d: (None, ub(x, 1j * d))
+
+
+@rule(np.angle, note="complex input; 0 at z = 0 (real input: no gradient)")
+def _angle(z, *rest, **kw):
+    """``dz = d * i z / |z|²`` (0 at 0), times 180/π with ``deg=True``."""
+    y = np.angle(z, *rest, **kw)
+    za = _arr(z)
+    nones = (None,) * len(rest)
+    if not np.iscomplexobj(za):
+        return y, lambda d: (None, None) + nones
+    deg = rest[0] if rest else kw.get("deg", False)
+
+    def back(d):
+        r2 = za.real * za.real + za.imag * za.imag
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = 1j * za / r2
+        if type(u) is np.ndarray:
+            u[r2 == 0] = 0
+        elif r2 == 0:
+            u = 0j
+        return (None, ub(z, d * (u / _DEG if deg else u))) + nones
+    return y, back
+
+
+# -- Binary functions: one table, one rule maker.
+
+def _div_b(d, a, b, y):
+    return -d * np.conj(y / b)
+
+
+def _mod_b(d, a, b, y):
+    return -d * np.floor_divide(a, b)
+
+
+def _fmod_b(d, a, b, y):
+    return -d * np.rint((a - y) / b)
+
+
+def _atan2(d, a, b, y, first):
+    r2 = a * a + b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = d * (b if first else -a) / r2
+    return _zero_where(g, r2 == 0)
+
+
+def _hypot(d, a, b, y, first):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = d * (a if first else b) / y
+    return _zero_where(g, y == 0)
+
+
+def _zero_where(g, m):
+    if type(g) is np.ndarray:
+        if np.any(m):
+            g[np.broadcast_to(m, g.shape)] = 0
+        return g
+    return 0 * g if m else g
+
+
+def _copysign_a(d, a, b, y):
+    return d * np.where(np.signbit(a) == np.signbit(b), 1, -1)
+
+
+# (functions, gradient of the first argument from (d, a, b, y), of the second; None:
+#  no gradient).  The gradients are before unbroadcasting; lists arrive as arrays.
+BINARY = [
+    ((np.add,), lambda d, a, b, y: d, lambda d, a, b, y: d),
+    ((np.subtract,), lambda d, a, b, y: d, lambda d, a, b, y: -d),
+    ((np.multiply,), lambda d, a, b, y: d * np.conj(b), lambda d, a, b, y: np.conj(a) * d),
+    ((np.divide,), lambda d, a, b, y: d / np.conj(b), _div_b),
+    ((np.remainder,), lambda d, a, b, y: d, _mod_b),
+    ((np.fmod,), lambda d, a, b, y: d, _fmod_b),
+    ((np.arctan2,), lambda d, a, b, y: _atan2(d, a, b, y, True),
+     lambda d, a, b, y: _atan2(d, a, b, y, False)),
+    ((np.hypot,), lambda d, a, b, y: _hypot(d, a, b, y, True),
+     lambda d, a, b, y: _hypot(d, a, b, y, False)),
+    ((np.logaddexp,), lambda d, a, b, y: d * np.exp(a - y), lambda d, a, b, y: d * np.exp(b - y)),
+    ((np.logaddexp2,), lambda d, a, b, y: d * np.exp2(a - y),
+     lambda d, a, b, y: d * np.exp2(b - y)),
+    ((np.copysign,), _copysign_a, None),
+]
+
+
+def binary_rule(f, ga, gb):
+    def r(a, b, *rest, **kw):
+        y = _call(f, (a, b), rest, kw) if rest or kw else f(a, b)
+        a2, b2 = _arr(a), _arr(b)
+        return y, lambda d: _grads(a, b, lambda: ub(a, ga(d, a2, b2, y)),
+                                   gb and (lambda: ub(b, gb(d, a2, b2, y))))
+    return r
+
+
+BINARY_NOTES = {
+    np.remainder: "d/db = -floor(a / b)", np.fmod: "d/db = -trunc(a / b)",
+    np.arctan2: "gradient 0 at (0, 0)", np.hypot: "gradient 0 at (0, 0)",
+    np.copysign: "gradient to the magnitude only",
+}
+for _fs, _ga, _gb in BINARY:
+    for _f in _fs:
+        rule(_f, note=BINARY_NOTES.get(_f))(binary_rule(_f, _ga, _gb))
+
+
+def _power_rule(f):
+    def r(a, b, *rest, **kw):
+        y = _call(f, (a, b), rest, kw) if rest or kw else f(a, b)
+        return y, lambda d: pow_grads(a, b, y, d, f)
+    return r
+
+
+for _f in (np.power, np.float_power):
+    rule(_f, note="d/db = y log|a| for negative real a, 0 where a = 0; d/da = 0 where b = 0")(
+        _power_rule(_f))
+
+
+# -- Selections: maximum minimum fmax fmin where clip.
+
+def _bound(b, dtype):
+    """``b`` as a bound for `_k_between` on arrays of ``dtype`` (a Python number or a
+    scalar of that dtype, not NaN), or None."""
+    if type(b) is float or type(b) is int or (isinstance(b, np.generic) and b.dtype == dtype):
+        return None if b != b else b
+    return None
+
+
+# (function, the first argument gets the gradient where ``first(a, b)``,
+#  kernel bounds for the first argument from a scalar second one, keep NaNs)
+PICKS = [
+    (np.maximum, lambda a, b: (a >= b) | np.isnan(a), lambda b: (b, np.inf), 1),
+    (np.minimum, lambda a, b: (a <= b) | np.isnan(a), lambda b: (-np.inf, b), 1),
+    (np.fmax, lambda a, b: (a >= b) | np.isnan(b), lambda b: (b, np.inf), 0),
+    (np.fmin, lambda a, b: (a <= b) | np.isnan(b), lambda b: (-np.inf, b), 0),
+]
+
+
+def pick_rule(f, first, bounds, keep_nan):
+    def r(a, b, *rest, **kw):
+        y = _call(f, (a, b), rest, kw) if rest or kw else f(a, b)
+        a2, b2 = _arr(a), _arr(b)
+
+        def back(d):
+            memo = []
+
+            def mask():
+                if not memo:
+                    memo.append(first(a2, b2))
+                return memo[0]
+
+            def ga():
+                if type(a2) is np.ndarray and type(d) is np.ndarray and d.size >= _util.BIG:
+                    c = _bound(b2, a2.dtype)
+                    g = None if c is None else fused(_k_between, d, a2, *bounds(c), keep_nan)
+                    if g is not None:
+                        return ub(a, g)
+                return ub(a, select(mask(), d))
+            return _grads(a, b, ga, lambda: ub(b, select(mask(), d, True)))
+        return y, back
+    return r
+
+
+for _f, _first, _bounds, _keep in PICKS:
+    rule(_f, note="ties: the gradient goes to the first argument; " + (
+        "a NaN gets it (the first one if both are)" if _keep else
+        "a NaN is skipped, as NumPy skips it"))(pick_rule(_f, _first, _bounds, _keep))
+
+
+def _thunk(x, g):
+    """``g`` if ``x`` can carry a gradient, else None (for `Lazy`)."""
+    return g if x is not None and active(x) else None
+
+
+@rule(np.where, note="a gets the gradient where cond, b elsewhere; where(cond) none")
+def _where(cond, *ab, **kw):
+    y = np.where(cond, *ab, **kw)
+    if not ab:
+        return y, _NOGRAD1
+    a, b = ab
+    c = _arr(cond)
+    return y, lambda d: Lazy(None, None, _thunk(a, lambda: ub(a, select(c, d))),
+                             _thunk(b, lambda: ub(b, select(c, d, True))))
+
+
+_BOUND_NAMES = (("a_min", "min"), ("a_max", "max"))
+
+
+def _keyword_bound(kw, names):
+    for k in names:
+        v = kw.get(k, np._NoValue)
+        if v is not np._NoValue:
+            return v
+    return None
+
+
+def clip_rule(f):
+    def r(a, *args, **kw):
+        if len(args) > 2 or "out" in kw:
+            _call(f, (a,), args[2:], {"out": kw["out"]} if "out" in kw else {})  # raises
+        y = f(a, *args, **kw)
+        lo = args[0] if args else _keyword_bound(kw, _BOUND_NAMES[0])
+        hi = args[1] if len(args) > 1 else _keyword_bound(kw, _BOUND_NAMES[1])
+        a2, lo2, hi2 = _arr(a), _arr(lo), _arr(hi)
+        n = len(args)
+
+        def back(d):
+            memo = {}
+
+            def mask_a():  # where clip returned a (or a NaN)
+                m = memo.get("a")
+                if m is None:
+                    m = memo["a"] = (y == a2) | np.isnan(a2)
+                return m
+
+            def mask_hi():  # where it returned hi rather than a (lo gets the rest)
+                m = memo.get("hi")
+                if m is None:
+                    m = memo["hi"] = ~mask_a() & ((y == hi2) | np.isnan(hi2))
+                return m
+
+            def ga():
+                if type(a2) is np.ndarray and type(d) is np.ndarray and d.size >= _util.BIG:
+                    b0 = -np.inf if lo2 is None else _bound(lo2, a2.dtype)
+                    b1 = np.inf if hi2 is None else _bound(hi2, a2.dtype)
+                    if b0 is not None and b1 is not None and b0 <= b1:
+                        g = fused(_k_between, d, a2, b0, b1, 1)
+                        if g is not None:
+                            return ub(a, g)
+                return ub(a, select(mask_a(), d))
+
+            def glo():
+                return ub(lo, select(mask_a() if hi2 is None else mask_a() | mask_hi(), d, True))
+
+            def ghi():
+                return ub(hi, select(mask_hi(), d))
+            thunks = (_thunk(a, ga), _thunk(lo, glo), _thunk(hi, ghi))[:1 + n]
+            return Lazy(None, *thunks, *(None,) * (n - 2))
+        return y, back
+    return r
+
+
+for _f in (np.clip, np.ndarray.clip):
+    rule(_f, note="x gets the gradient where lo <= x <= hi (or NaN), a bound where x is "
+         "strictly beyond it; bounds given by keyword get none")(clip_rule(_f))
+
+
+nondifferentiable(
+    np.floor, np.ceil, np.trunc, np.rint, np.fix, np.round, np.around, np.ndarray.round,
+    np.floor_divide, np.isnan, np.isinf, np.isfinite, np.isposinf, np.isneginf, np.signbit,
+    np.isreal, np.iscomplex, np.isclose, np.greater, np.greater_equal, np.less,
+    np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_xor,
+    np.logical_not)
+
+
+# -- scipy.special: registered when SciPy is imported (importing it costs 0.3 s).
+
+SCIPY_UNARY = [
+    ("expit", MUL, lambda x, y: y * (1 - y), (1, "y", _k_mul, 0, 1, -1)),
+    ("logit", DIV, lambda x, y: x * (1 - x), (1, "x", _k_div, 0, 1, -1)),
+    ("log_expit", MUL, lambda x, y: -np.expm1(y), None),  # 1 - expit(x) = 1 - e^y
+]
+
+
+def _register_scipy(special):
+    for name, mode, deriv, fuse in SCIPY_UNARY:
+        f = getattr(special, name, None)
+        if f is not None:
+            rule(f)(unary_rule(f, mode, deriv, fuse))
+
+
+class _OnImport:
+    """A meta-path finder that only watches for the first import of ``scipy.special``
+    and registers its rules once the module has run (it finds nothing itself)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "scipy.special":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):  # this spec's own loader instance
+            run(module)
+            _register_scipy(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "scipy.special" in sys.modules:
+    _register_scipy(sys.modules["scipy.special"])
+elif not any(isinstance(f, _OnImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _OnImport())
