@@ -573,10 +573,32 @@ SCIPY_UNARY = [
 
 
 def _register_scipy(special):
-    for name, mode, deriv, fuse in SCIPY_UNARY:
+    table = SCIPY_UNARY + [
+        ("erf", MUL, lambda x, y: (2 / np.sqrt(np.pi)) * np.exp(-x * x), None),
+        ("erfc", MUL, lambda x, y: (-2 / np.sqrt(np.pi)) * np.exp(-x * x), None),
+        ("gammaln", MUL, lambda x, y: special.digamma(x), None),
+    ]
+    for name, mode, deriv, fuse in table:
         f = getattr(special, name, None)
         if f is not None:
             rule(f)(unary_rule(f, mode, deriv, fuse))
+    rule(special.logsumexp, note="without b= and return_sign=")(_logsumexp_rule(special.logsumexp))
+
+
+def _logsumexp_rule(logsumexp):
+    def r(a, axis=None, b=None, keepdims=False, return_sign=False):
+        if b is not None or return_sign:
+            raise NotImplementedError("scipy.special.logsumexp: b= and return_sign= are not "
+                                      "differentiable yet")
+        y = logsumexp(a, axis=axis, keepdims=keepdims)
+        a_ = np.asarray(a)
+
+        def back(d):
+            yk = logsumexp(a_, axis=axis, keepdims=True)
+            dk = d if keepdims or axis is None else np.expand_dims(d, axis)
+            return None, ub(a, dk * np.exp(a_ - yk))
+        return y, back
+    return r
 
 
 class _OnImport:
