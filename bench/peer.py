@@ -1,11 +1,13 @@
 """One peer's measurements, in a process of its own.
 
     python bench/peer.py {bytegrad,autograd,torch,jax} [--jit-deadline SECONDS] [--full]
+                         [--cases NAME,...] [--no-emit]
 
 It is run as a script (not ``-m bytegrad.bench.peer``) so that the only AD library the
 process imports is the peer under test.  For every case it times the plain primal (the
 NumPy/Python function) and the peer's gradient, and checks the gradient against the
-closed-form reference.  jax without jit runs the loop cases at a smaller size (see
+closed-form reference, and times the case's hand-written gradients (if it has any) in
+the same process.  jax without jit runs the loop cases at a smaller size (see
 ``Case.small_args``) unless ``--full`` is given.  Each result is printed as one line
 ``BENCH {json}`` on stdout as soon as it is known; progress goes to stderr.
 """
@@ -26,13 +28,16 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+import types  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from cases import CASES, max_rel_error  # noqa: E402
-from timer import best_of, once  # noqa: E402
+import cases as _cases  # noqa: E402
+from cases import max_rel_error  # noqa: E402
+from timer import best_of, once, page_faults  # noqa: E402
 
 START = time.perf_counter()
 PEER = "?"
@@ -55,20 +60,37 @@ def _error(e: BaseException) -> dict:
             "detail": msg[:2000], "where": where}
 
 
+CASES = _cases.CASES
+
 # Each peer: setup() -> (version, gradient maker).  A gradient maker takes a case and its
 # arguments and returns (call, to_numpy): ``call()`` computes the gradients in the case's
-# wrt arguments (finished, for asynchronous libraries), ``to_numpy`` converts them.
+# wrt arguments (finished, for asynchronous libraries), ``to_numpy`` converts them.  The
+# code a peer differentiates is ``case.peer_fn(lib)``: the case's own code with the
+# peer's ``sin`` and NumPy (``lib.sin``, ``lib.np``).
+
+# The NumPy rule modules, loaded if present (they may not be registered in
+# bytegrad.primitives yet).
+NUMPY_RULES = ("np_elementwise", "np_reductions", "np_linalg", "np_shape", "np_indexing")
+
 
 def _bytegrad():
+    import importlib
+
     import bytegrad
+    loaded = []
+    for m in NUMPY_RULES:
+        try:
+            importlib.import_module("bytegrad.primitives." + m)
+            loaded.append(m)
+        except ImportError:
+            pass
+    progress(f"NumPy rule modules loaded: {', '.join(loaded) or 'none'}")
 
     def make(case, args):
-        f, wrt = case.fn, case.wrt
-
-        def call():
-            gs = bytegrad.gradient(f, *args)
-            return tuple(gs[i] for i in wrt)
-        return call, lambda gs: [np.asarray(g) for g in gs]
+        # Only the gradients in wrt are asked for, so bytegrad never computes the others
+        # (X and Y in mlp).
+        g = bytegrad.grad(case.fn, argnums=tuple(case.wrt))
+        return (lambda: g(*args)), lambda gs: [np.asarray(x) for x in gs]
     return getattr(bytegrad, "__version__", None) or _dist_version("bytegrad"), make
 
 
@@ -76,8 +98,10 @@ def _autograd():
     import autograd
     import autograd.numpy as anp
 
+    lib = types.SimpleNamespace(np=anp, sin=anp.sin)
+
     def make(case, args):
-        f = case.peer_fn(anp.sin)
+        f = case.peer_fn(lib)
         wrt = case.wrt
         g = autograd.grad(f, wrt[0] if len(wrt) == 1 else tuple(wrt))
         if len(wrt) == 1:
@@ -94,12 +118,21 @@ def _torch():
     except RuntimeError:
         pass
 
+    # The few NumPy functions the cases call, as torch functions.
+    tnp = types.SimpleNamespace(tanh=torch.tanh, exp=torch.exp, log=torch.log, sin=torch.sin,
+                                sum=torch.sum, mean=torch.mean, max=torch.max,
+                                trace=torch.trace)
+    lib = types.SimpleNamespace(np=tnp, sin=torch.sin)
+
     def make(case, args):
-        f = case.peer_fn(torch.sin)
+        f = case.peer_fn(lib)
         wrt = case.wrt
+        # the arrays not differentiated are tensors too (made once: they need no grad)
+        targs = [torch.from_numpy(a) if isinstance(a, np.ndarray) and i not in wrt else a
+                 for i, a in enumerate(args)]
 
         def call():
-            xs = list(args)
+            xs = list(targs)
             leaves = []
             for i in wrt:
                 a = args[i]
@@ -125,8 +158,10 @@ def _jax_setup():
 def _jax():
     jax, jnp = _jax_setup()
 
+    lib = types.SimpleNamespace(np=jnp, sin=jnp.sin)
+
     def make(case, args):
-        f = case.peer_fn(jnp.sin)
+        f = case.peer_fn(lib)
         jargs = tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
         g = jax.grad(f, argnums=tuple(case.wrt))
         return (lambda: jax.block_until_ready(g(*jargs))), lambda gs: [np.asarray(x) for x in gs]
@@ -144,6 +179,20 @@ def _dist_version(name):
         return None
 
 
+def time_hand(case, args) -> dict:
+    """The best time of each of the case's hand-written gradients (checked against the
+    reference: a wrong one is reported as an error)."""
+    out = {}
+    ref = case.reference(*args)
+    for name, h in case.hand.items():
+        r = h(*args)
+        gs = r[1] if len(r) == 2 and isinstance(r[1], tuple) else r
+        err = max_rel_error([np.asarray(g) for g in gs], ref)
+        out[name] = ({"error": f"wrong hand-written gradient (rel. error {err:.1e})"}
+                     if err > 1e-8 else {"time": best_of(lambda: h(*args))["best"]})
+    return out
+
+
 def run_cases(make, small=False) -> dict:
     """Time every case (its smaller instance where it has one, if ``small``); returns each
     case's first-call gradient time (or None)."""
@@ -156,6 +205,8 @@ def run_cases(make, small=False) -> dict:
         else:
             args = case.make_args()
         rec["primal"] = best_of(lambda: case.fn(*args))["best"]
+        if case.hand and "size" not in rec:
+            rec["hand"] = time_hand(case, args)
         progress(f"{case.name}{' (' + rec['size'] + ')' if 'size' in rec else ''}: "
                  f"primal {rec['primal'] * 1e6:.1f} µs; gradient ...")
         try:
@@ -165,7 +216,12 @@ def run_cases(make, small=False) -> dict:
             rec["rel_error"] = max_rel_error(to_numpy(gs), case.reference(*args))
             t = best_of(call)
             rec["grad"], rec["samples"], rec["number"] = t["best"], t["samples"], t["number"]
+            # the primal again, after the gradient: the best of both (less noise on a busy
+            # machine)
+            rec["primal"] = min(rec["primal"], best_of(lambda: case.fn(*args), repeat=2)["best"])
             rec["ratio"] = rec["grad"] / rec["primal"]
+            n = max(1, min(20, int(0.2 / max(rec["grad"], 1e-9))))
+            rec["faults"] = [page_faults(lambda: case.fn(*args), n), page_faults(call, n)]
             progress(f"{case.name}: gradient {rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal "
                      f"(first call {rec['first']:.2f} s, rel. error {rec['rel_error']:.1e})")
         except Exception as e:  # noqa: BLE001 — the failure is a result
@@ -175,14 +231,19 @@ def run_cases(make, small=False) -> dict:
     return first_calls
 
 
-def run_jax_jit(first_calls: dict, deadline: float):
+def run_jax_jit(first_calls: dict, deadline: float, limit: float):
     """``jax.jit(jax.grad(f))`` on the full-size cases: compile time and compiled run time.
     A python loop is unrolled into the traced program, so compiling the loop cases takes
-    tens of seconds; cases go cheapest first (by their eager first call), and no compile
-    is started later than ``deadline`` seconds after this process started."""
+    tens of seconds; cases go cheapest first (by their eager first call; those marked
+    ``jit_last`` last), and no compile is started later than ``deadline`` seconds after
+    this process started.
+
+    A compile (with the first call) that takes longer than ``limit`` seconds is
+    abandoned: XLA cannot be interrupted, so this process replaces itself (``os.execv``,
+    same stdout) with a fresh jax process that compiles the remaining cases only."""
     jax, jnp = _jax_setup()
-    order = sorted(CASES, key=lambda c: first_calls.get(c.name) or float("inf"))
-    for case in order:
+    order = sorted(CASES, key=lambda c: (c.jit_last, first_calls.get(c.name) or float("inf")))
+    for k, case in enumerate(order):
         rec = {"kind": "jit", "case": case.name}
         elapsed = time.perf_counter() - START
         if elapsed > deadline:
@@ -192,25 +253,73 @@ def run_jax_jit(first_calls: dict, deadline: float):
             report(rec)
             continue
         args = case.make_args()
+        if case.hand:
+            rec["hand"] = time_hand(case, args)
         progress(f"jit {case.name}: compiling ...")
         try:
-            f = case.peer_fn(jnp.sin)
+            f = case.peer_fn(types.SimpleNamespace(np=jnp, sin=jnp.sin))
             static = tuple(i for i, a in enumerate(args)
                            if i not in case.wrt and isinstance(a, int))
             jargs = tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
             g = jax.jit(jax.grad(f, argnums=tuple(case.wrt)), static_argnums=static)
             call = lambda: jax.block_until_ready(g(*jargs))  # noqa: E731
-            gs, rec["compile"] = once(call)
+            first = _with_limit(lambda: once(call), limit)
+            if first is None:
+                rec["skipped"] = (f"the compile did not finish in {limit:.0f} s (abandoned; "
+                                  f"`--jit-limit` sets the limit)")
+                progress(f"jit {case.name}: skipped, {rec['skipped']}")
+                report(rec)
+                _restart_jit(order[k + 1:], deadline, limit)
+                return
+            gs, rec["compile"] = first
             rec["rel_error"] = max_rel_error([np.asarray(x) for x in gs], case.reference(*args))
             rec["primal"] = best_of(lambda: case.fn(*args))["best"]
             rec["grad"] = best_of(call)["best"]
             rec["ratio"] = rec["grad"] / rec["primal"]
+            n = max(1, min(20, int(0.2 / max(rec["grad"], 1e-9))))
+            rec["faults"] = [page_faults(lambda: case.fn(*args), n), page_faults(call, n)]
             progress(f"jit {case.name}: compile {rec['compile']:.1f} s, run "
                      f"{rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal")
         except Exception as e:  # noqa: BLE001
             rec.update(_error(e))
             progress(f"jit {case.name}: {rec['error']}")
         report(rec)
+
+
+def _with_limit(fn, limit):
+    """``fn()`` run in a thread; None if it has not finished after ``limit`` seconds (it
+    then keeps running: the caller has to end the process)."""
+    box = {}
+
+    def work():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 — re-raised below
+            box["error"] = e
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        return None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _restart_jit(rest, deadline, limit):
+    """Replace this process by a jax process compiling only ``rest`` (in that order)."""
+    if not rest:
+        report({"kind": "done", "elapsed": time.perf_counter() - START})
+        sys.stdout.flush()
+        os._exit(0)
+    left = deadline - (time.perf_counter() - START)
+    progress(f"restarting jax for the remaining jit cases: {', '.join(c.name for c in rest)}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "jax", "--jit-only",
+                              "--cases", ",".join(c.name for c in rest),
+                              "--jit-deadline", f"{max(left, 0.0):.1f}",
+                              "--jit-limit", f"{limit:g}"])
 
 
 def main(argv=None):
@@ -220,10 +329,27 @@ def main(argv=None):
     ap.add_argument("--jit-deadline", type=float, default=60.0,
                     help="jax only: no jit compile is started later than this many seconds "
                          "after the process started")
+    ap.add_argument("--jit-limit", type=float, default=45.0,
+                    help="jax only: a jit compile taking longer than this many seconds is "
+                         "abandoned (the process restarts for the remaining cases)")
+    ap.add_argument("--jit-only", action="store_true",
+                    help="jax only: skip jax without jit (used by the restart after an "
+                         "abandoned compile)")
     ap.add_argument("--full", action="store_true",
                     help="jax only: run jax without jit on the full-size cases too (minutes)")
+    ap.add_argument("--cases", default="",
+                    help="comma-separated case names to run (default: all)")
+    ap.add_argument("--no-emit", action="store_true",
+                    help="bytegrad only: skip the emitted-code speed")
     a = ap.parse_args(argv)
     PEER = a.peer
+    global CASES
+    if a.cases:
+        wanted = [c for c in a.cases.split(",") if c]
+        unknown = set(wanted) - set(_cases.BY_NAME)
+        if unknown:
+            ap.error(f"unknown cases: {', '.join(sorted(unknown))}")
+        CASES = [_cases.BY_NAME[c] for c in dict.fromkeys(wanted)]  # in the order given
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
     try:
         version, make = PEERS[a.peer]()
@@ -234,10 +360,11 @@ def main(argv=None):
     report({"kind": "peer", "available": True, "version": version,
             "python": sys.version.split()[0], "numpy": np.__version__,
             "import_time": time.perf_counter() - START})
-    first_calls = run_cases(make, small=(a.peer == "jax" and not a.full))
+    jit_only = a.peer == "jax" and a.jit_only
+    first_calls = {} if jit_only else run_cases(make, small=(a.peer == "jax" and not a.full))
     if a.peer == "jax":
-        run_jax_jit(first_calls, a.jit_deadline)
-    if a.peer == "bytegrad":
+        run_jax_jit(first_calls, a.jit_deadline, a.jit_limit)
+    if a.peer == "bytegrad" and not a.no_emit:
         import emit_speed
         progress("emitted-code speed ...")
         emit_speed.run(report)

@@ -27,13 +27,28 @@ def conj(x):
 def active(x) -> bool:
     """Whether ``x`` can carry a gradient (`is_differentiable`, fast for the usual types)."""
     t = type(x)
-    if t is np.ndarray:
+    if t is np.ndarray or t is Like:
         return x.dtype.kind in "fc"
     if t is float or t is np.float64 or t is complex:
         return True
     if t is int or t is bool or x is None:
         return False
     return is_differentiable(x)
+
+
+class Like:
+    """What `unbroadcast` needs of an array operand (shape and dtype), so a pullback
+    that only sums its gradient back need not keep the array itself alive."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, x):
+        self.shape, self.dtype = x.shape, x.dtype
+
+
+def light(x):
+    """``x``, or a `Like` of it when it is an array: for pullbacks of ``+`` and ``-``."""
+    return Like(x) if type(x) is np.ndarray else x
 
 
 def unbroadcast(x, g):
@@ -52,9 +67,10 @@ def unbroadcast(x, g):
             else np.float64(g)
     if t is int or t is bool or x is None:
         return None
-    if t is np.ndarray and type(g) is np.ndarray and g.dtype is x.dtype and g.shape == x.shape:
+    if (t is np.ndarray or t is Like) and type(g) is np.ndarray and g.dtype is x.dtype \
+            and g.shape == x.shape:
         return g  # the usual case: nothing to do
-    if isinstance(x, np.ndarray):
+    if t is Like or isinstance(x, np.ndarray):
         kind = x.dtype.kind
         if kind not in "fc":
             return None

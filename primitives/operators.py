@@ -21,7 +21,7 @@ import numpy as np
 from ..runtime.algebra import accum, is_differentiable
 from ..runtime.forward import user_location
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
-from ._util import abs_grad, active, conj, unbroadcast as ub
+from ._util import abs_grad, active, conj, light, unbroadcast as ub
 
 # Scalar loops are dominated by these rules, so each has a fast path for real
 # scalars (float or float64 with ints), where no conjugation or unbroadcasting
@@ -56,6 +56,15 @@ def _grads(a, b, ga, gb):
     return Lazy(None, ga if active(a) else None, gb if active(b) else None)
 
 
+def _sum_back(a, b, sign):
+    """The pullback of ``a + b`` (``sign`` 1) or ``a - b`` (-1) on arrays, holding only
+    the operands' shapes and dtypes, not the arrays."""
+    a, b = light(a), light(b)
+    fa, fb = active(a), active(b)
+    return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
+                          (lambda: ub(b, d if sign > 0 else -d)) if fb else None)
+
+
 @rule(op.add, op.iadd)
 def _add(a, b):
     r = _real(a, b)
@@ -65,7 +74,7 @@ def _add(a, b):
     if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
         n = len(a)
         return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
-    return a + b, lambda d: _grads(a, b, lambda: ub(a, d), lambda: ub(b, d))
+    return a + b, _sum_back(a, b, 1)
 
 
 @rule(op.sub, op.isub)
@@ -74,7 +83,7 @@ def _sub(a, b):
     if r is not None:
         fa, fb = r
         return a - b, lambda d: (None, d if fa else None, -d if fb else None)
-    return a - b, lambda d: _grads(a, b, lambda: ub(a, d), lambda: ub(b, -d))
+    return a - b, _sum_back(a, b, -1)
 
 
 @rule(op.mul, op.imul)
@@ -161,6 +170,10 @@ def pow_grads(a, b, y, d, power=None):
             if b2 == 1:
                 return ub(a, d * 1)
             if b2 == 2:
+                if type(a2) is np.ndarray and a2.dtype.kind == "f" and np.shape(d) == a2.shape:
+                    g = a2 * 2.0  # one temporary, scaled in place
+                    g *= d
+                    return ub(a, g)
                 return ub(a, d * conj(a2 + a2))
             return ub(a, d * conj(b2 * pw(a2, b2 - 1)))
         with np.errstate(divide="ignore", invalid="ignore"):
