@@ -19,9 +19,12 @@ gradient as a tuple with None for components without gradient.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from ..runtime.rules import Lazy, rule
+from ..runtime.algebra import Eye
+from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
 from ._util import conj, unbroadcast as ub
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -100,9 +103,13 @@ def _parts(d, y):
 
 # ---------------------------------------------------------------- matmul family
 
-def _matmul_thunks(a, b, d):
+def matmul_thunks(a, b, d):
     """Thunks for the gradients of ``a @ b`` (NumPy matmul semantics) given ``d``."""
     a2, b2 = np.asarray(a), np.asarray(b)
+    if type(d) is Eye:  # d(A @ B) = s I (from a trace): s B^H and s A^H, no product
+        s = d.value
+        return (lambda: _fit(a, s * _mH(b2)) if a2.dtype.kind in "fc" else None,
+                lambda: _fit(b, s * _mH(a2)) if b2.dtype.kind in "fc" else None)
 
     def ga():
         if a2.dtype.kind not in "fc":
@@ -147,7 +154,7 @@ def _matmul(a, b, *rest, **kw):
     n = 2 + len(rest)
 
     def back(d):
-        ga, gb = _matmul_thunks(a, b, d)
+        ga, gb = matmul_thunks(a, b, d)
         return Lazy(*_pad((None, ga, gb), n))
     return y, back
 
@@ -205,7 +212,7 @@ def _dot(a, b, *rest, **kw):
         if na == 0 or nb == 0:
             ga, gb = _scalar_product_thunks(a, b, d)
         elif na <= 2 and nb <= 2:
-            ga, gb = _matmul_thunks(a, b, d)
+            ga, gb = matmul_thunks(a, b, d)
         else:
             ga, gb = _tensordot_thunks(a, b, [na - 1], [max(nb - 2, 0)], d)
         return Lazy(*_pad((None, ga, gb), n))
@@ -558,9 +565,15 @@ def _trace_grad(a, d, offset, axis1, axis2):
 @rule(np.trace, np.ndarray.trace)
 def _trace(a, *args, **kw):
     y = np.trace(a, *args, **kw)
+    if not args and not kw and type(a) is np.ndarray and a.ndim == 2 and a.dtype.kind == "f":
+        return y, lambda d: Lazy(None, lambda: Eye(d, a.shape, a.dtype))  # dense where needed
     offset, axis1, axis2 = _trace_args(*args, **kw)
     n = 1 + len(args)
     return y, lambda d: Lazy(*_pad((None, lambda: _trace_grad(a, d, offset, axis1, axis2)), n))
+
+
+sparse_gradients(np.trace, np.ndarray.trace)  # its argument's gradient may be an Eye
+takes_structured(np.matmul, operator.matmul)
 
 
 @rule(np.linalg.trace)

@@ -22,6 +22,7 @@ from ..runtime.algebra import accum, is_differentiable
 from ..runtime.forward import user_location
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
+from .np_linalg import matmul_thunks
 
 # Scalar loops are dominated by these rules, so each has a fast path for real
 # scalars (float or float64 with ints), where no conjugation or unbroadcasting
@@ -194,32 +195,12 @@ def _pow(a, b, *mod):
     return y, lambda d: pow_grads(a, b, y, d)
 
 
-def _matmul_grads(a, b, d):
-    """Thunks for the gradients of ``a @ b``, with NumPy's rules for 1-D operands
-    (a vector is a row on the left, a column on the right) and batch broadcasting."""
-    a2, b2, d2 = np.asarray(a), np.asarray(b), np.asarray(d)
-    if a2.ndim == 1 and b2.ndim == 1:
-        return _grads(a, b, lambda: ub(a, d2 * conj(b2)), lambda: ub(b, conj(a2) * d2))
-    if a2.ndim == 1:  # d has the shape (..., n)
-        d2 = d2[..., None, :]
-    elif b2.ndim == 1:  # d has the shape (..., m)
-        d2 = d2[..., :, None]
-
-    def da():
-        B = b2[:, None] if b2.ndim == 1 else b2
-        g = d2 @ np.swapaxes(conj(B), -1, -2)
-        return ub(a, g[..., 0, :] if a2.ndim == 1 else g)
-
-    def db():
-        A = a2[None, :] if a2.ndim == 1 else a2
-        g = np.swapaxes(conj(A), -1, -2) @ d2
-        return ub(b, g[..., 0] if b2.ndim == 1 else g)
-    return _grads(a, b, da, db)
-
-
 @rule(op.matmul, op.imatmul)
 def _matmul(a, b):
-    return a @ b, lambda d: _matmul_grads(a, b, d)
+    def back(d):
+        ga, gb = matmul_thunks(a, b, d)
+        return _grads(a, b, ga, gb)
+    return a @ b, back
 
 
 @rule(op.neg)

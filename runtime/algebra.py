@@ -42,6 +42,22 @@ class Buffer:
         return tuple(self.data) if self.kind is tuple else self.data
 
 
+class Eye:
+    """The gradient ``value * I`` of a matrix (what ``np.trace`` sends back), kept
+    structured so that the pullback of ``A @ B`` can return ``value * B^H`` without a
+    matrix product; `unwrap` makes it dense for every other consumer."""
+
+    __slots__ = ("value", "shape", "dtype")
+
+    def __init__(self, value, shape, dtype):
+        self.value, self.shape, self.dtype = value, shape, dtype
+
+    def dense(self):
+        g = np.zeros(self.shape, np.result_type(self.dtype, np.asarray(self.value).dtype))
+        np.fill_diagonal(g, self.value)
+        return g
+
+
 def _zeros(like):
     if isinstance(like, np.ndarray):
         return Buffer(np.zeros(like.shape, _grad_dtype(like.dtype)), np.ndarray)
@@ -87,6 +103,8 @@ def accum(a, b):
     ta, tb = type(a), type(b)
     if ta in _NUMBERS and tb in _NUMBERS:
         return a + b
+    if ta is Eye or tb is Eye:
+        return accum(unwrap(a), unwrap(b))
     if ta is Buffer:
         return _add_into(a, b)
     if tb is Buffer:
@@ -107,7 +125,8 @@ def accum(a, b):
 
 def unwrap(g):
     """The dense form of a gradient held in a slot."""
-    if type(g) is OneHot or type(g) is Buffer:
+    t = type(g)
+    if t is OneHot or t is Buffer or t is Eye:
         return g.dense()
     return g
 

@@ -17,7 +17,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra
 from .errors import NoRuleError
-from .rules import RULES, is_effectful, is_nondiff, is_sparse, nograd, rule_for
+from .rules import RULES, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
 
 
 class _Hooks:
@@ -30,6 +30,7 @@ class _Hooks:
     effectful = staticmethod(is_effectful)
     rule_for = staticmethod(rule_for)
     sparse = staticmethod(is_sparse)
+    structured = staticmethod(is_structured)
 
     @staticmethod
     def runs_without_gradient(pb):

@@ -13,6 +13,7 @@ NOTES: dict = {}  # callable → the conditions under which its rule holds (for 
 NONDIFF: set = set()
 EFFECTFUL: set = set()
 SPARSE: set = set()
+STRUCTURED: set = set()
 
 
 def rule(*fs, note=None):
@@ -79,6 +80,12 @@ def sparse_gradients(*fs):
     SPARSE.update(fs)
 
 
+def takes_structured(*fs):
+    """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`)
+    as it is; every other pullback gets it made dense."""
+    STRUCTURED.update(fs)
+
+
 def _member(f, s) -> bool:
     try:
         return f in s
@@ -96,6 +103,10 @@ def is_effectful(f) -> bool:
 
 def is_sparse(f) -> bool:
     return _member(f, SPARSE)
+
+
+def is_structured(f) -> bool:
+    return _member(f, STRUCTURED)
 
 
 _NOGRAD = {}

@@ -49,6 +49,7 @@ class _Adjoint:
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
         self.effectful, self.rule_for = hooks.effectful, hooks.rule_for
         self.runs_without_gradient = hooks.runs_without_gradient
+        self.structured = hooks.structured
         self.sparse = may_be_sparse(ir, hooks.sparse)
         self.uses = use_counts(ir)
         self.home = {v: b for b, blk in enumerate(ir.blocks)
@@ -99,7 +100,8 @@ class _Adjoint:
         else:
             self.adj.branch(self.cur, Branch("br", call))
         self.cur = call
-        u = self.emit(self.unwrap, gv, line=line) if v in self.sparse else gv
+        dense = v in self.sparse and not (const and self.structured(st.fn))
+        u = self.emit(self.unwrap, gv, line=line) if dense else gv
         d = self.emit(pb, u, line=line)
         self.emit(ops.identity, None, dest=gv, line=line)
         for i, x in enumerate((st.fn,) + st.args):
@@ -195,7 +197,8 @@ def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
     ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, ``rule_for``, and the
-    predicates ``effectful``, ``sparse`` and ``runs_without_gradient`` (for a
+    predicates ``effectful``, ``sparse``, ``structured`` (its pullback takes a
+    structured gradient as it is) and ``runs_without_gradient`` (for a
     pullback found at run time: whether it must run even when its output has no
     gradient, because the callee may have stored into a cell).
     """

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import bytegrad
 import bytegrad.primitives.np_linalg  # noqa: F401  (registers the rules)
 from bytegrad.runtime.api import pullback
 from bytegrad.runtime.rules import NOTES, RULES, Lazy
@@ -611,3 +612,20 @@ def test_multi_dot(shapes, dtype):
     assert type(g[0]) is list
     g = check(lambda *ms: np.linalg.multi_dot(ms), *mats)
     assert all(x.dtype == dtype for x in g)
+
+
+def test_trace_of_a_product_skips_the_backward_products():
+    # d trace(A @ B) = (B^T, A^T): the trace's structured gradient lets the product's
+    # pullback return scaled transposes instead of multiplying by a dense identity
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((5, 4)), rng.standard_normal((4, 5))
+    for f in (lambda A, B: np.trace(A @ B), lambda A, B: np.trace(np.matmul(A, B)),
+              lambda A, B: (A @ B).trace()):
+        gA, gB = bytegrad.gradient(f, A, B)
+        np.testing.assert_array_equal(gA, B.T)
+        np.testing.assert_array_equal(gB, A.T)
+    # every other consumer of the trace's gradient sees a dense array
+    check_rule(lambda A, B: np.trace(A @ B) + (A @ B).sum() + np.trace(np.sin(A @ B)), A, B)
+    g, = bytegrad.gradient(lambda X: np.trace(X), A[:4])
+    assert type(g) is np.ndarray
+    np.testing.assert_array_equal(g, np.eye(4))
