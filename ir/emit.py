@@ -55,7 +55,9 @@ class _Emitter:
         self.alias = {}    # var → var holding the same object (a loop's iterator)
         self.inline = {}   # var → node to emit in place of loading it
         self.record = None
-        self.skip = {}     # statements the FOR_ITER lowering emits itself
+        self.skip = {}     # statements the FOR_ITER and unpack lowerings emit themselves
+        self.unpacks = {}  # var of an ops.unpack → {item index: var}
+        self.find_unpacks()
 
     def i(self, name, arg=_NOARG, line=None):
         self.out.append(Instr(name, lineno=line) if arg is _NOARG else Instr(name, arg, lineno=line))
@@ -156,6 +158,8 @@ class _Emitter:
         return {}
 
     def process(self, b, v, st, pending):
+        if v in self.unpacks:
+            return self.unpack(v, st, pending)
         node = (v, st, self.take(self.load_order(v, st), pending))
         if self.deferrable(b, v, st):
             pending.append(node)
@@ -310,6 +314,34 @@ class _Emitter:
             self.assign(br.target, br.args, line)
             self.jump(b, br.target, line)
             self.out.append(skip)
+
+    # -- ops.unpack whose items are all read in its block: UNPACK_SEQUENCE ------
+    def find_unpacks(self):
+        """``%t = ops.unpack(%s, n)`` read only by ``operator.getitem(%t, i)`` in its own
+        block → ``LOAD %s; UNPACK_SEQUENCE n; STORE …`` (the instruction checks ``n``)."""
+        for b, blk in enumerate(self.ir.blocks):
+            for v, st in blk.stmts:
+                if st.fn is not ops.unpack or st.kw or len(st.args) != 2 or type(st.args[1]) is not int:
+                    continue
+                reads = {w: s.args[1] for w, s in blk.stmts if s.fn is operator.getitem
+                         and s.args[0] is v and type(s.args[1]) is int and 0 <= s.args[1] < st.args[1]}
+                if self.uses.get(v) == len(reads) and len(set(reads.values())) == len(reads):
+                    self.unpacks[v] = {i: w for w, i in reads.items()}
+                    self.skip.update(dict.fromkeys(reads, 0))
+
+    def unpack(self, v, st, pending):
+        seq, n = st.args
+        self.inline = self.take([seq] if isinstance(seq, Var) else [], pending)
+        self.flush(pending)
+        self.load(seq, st.line)
+        self.inline = {}
+        self.i("UNPACK_SEQUENCE", n, st.line)
+        items = self.unpacks[v]
+        for i in range(n):
+            if i in items:
+                self.i("STORE_FAST", repr(items[i]), st.line)
+            else:
+                self.i("POP_TOP", line=st.line)
 
     def layout(self):
         """Block order: as in the IR, but a loop body right after its FOR_ITER."""

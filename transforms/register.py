@@ -8,11 +8,12 @@ extra argument and pushes it too.  The function returns ``(value, tape)``::
       %3 = operator.mul(%2, %2)           %3 = list()
       return %3                           %4 = getattr(%3, 'append')
                                           %5 = forward(operator.mul, %2, %2)
-                              →           %6 = operator.getitem(%5, 0)
-                                          %7 = operator.getitem(%5, 1)
-                                          %8 = %4(%7)
-                                          %9 = ops.build_tuple(%6, %3)
-                                          return %9
+                              →           %6 = ops.unpack(%5, 2)
+                                          %7 = operator.getitem(%6, 0)
+                                          %8 = operator.getitem(%6, 1)
+                                          %9 = %4(%8)
+                                          %10 = ops.build_tuple(%7, %3)
+                                          return %10
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def register(ir, active, forward, rule_for=lambda f: None) -> IR:
             r = None if isinstance(st.fn, (Var, Global)) else rule_for(st.fn)
             call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
                 Stmt(forward, (st.fn,) + st.args, st.kw, st.line)
-            t = fwd.push(b, call)
+            t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
