@@ -29,6 +29,8 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
+	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
+	$(BIN)/python -m bytegrad.bench.kernels_indexing --quick
 
 clean:
 	rm -rf $(VENV)
