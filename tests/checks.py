@@ -49,3 +49,12 @@ def check_grad(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
         assert np.allclose(got, expected, rtol=rtol, atol=atol), \
             f"argument {i}: bytegrad {got!r} vs finite differences {expected!r}"
     return grads
+
+
+def arr(shape, dtype=np.float64, seed=0):
+    """A random array (complex for complex dtypes), the same for the same seed."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
