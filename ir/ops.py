@@ -185,10 +185,7 @@ def cell_get(cell, name="?", own=False):
     try:
         return cell.cell_contents
     except ValueError:
-        if own:
-            unbound_local(name)
-        raise NameError(f"cannot access free variable '{name}' where it is not associated "
-                        f"with a value in enclosing scope") from None
+        _unbound_cell(name, own)
 
 
 def cell_set(cell, value):
@@ -201,10 +198,15 @@ def cell_delete(cell, name="?", local=True):
     try:
         del cell.cell_contents
     except ValueError:
-        if local:
-            unbound_local(name)
-        raise NameError(f"cannot access free variable '{name}' where it is not associated "
-                        f"with a value in enclosing scope") from None
+        _unbound_cell(name, local)
+
+
+def _unbound_cell(name, own):
+    """CPython's error for an empty cell: its own variable, or a free one."""
+    if own:
+        unbound_local(name)
+    raise NameError(f"cannot access free variable '{name}' where it is not associated "
+                    f"with a value in enclosing scope") from None
 
 
 def closure_cell(fn, i):
