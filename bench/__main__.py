@@ -127,6 +127,17 @@ def available(res) -> bool:
     return bool(res and res["info"] and res["info"].get("available"))
 
 
+def measured(results, case):
+    """``(title, peer, kind, record)`` of each peer that ran ``case`` (not skipped)."""
+    for title, peer, kind in COLUMNS:
+        res = results.get(peer)
+        if not available(res):
+            continue
+        rec = res[kind].get(case.name)
+        if rec is not None and "skipped" not in rec:
+            yield title, peer, kind, rec
+
+
 def wrong(rec) -> bool:
     return rec.get("rel_error", 0.0) > WRONG
 
@@ -202,15 +213,9 @@ def hand_table(results: dict, cases, notes: Notes) -> list:
                 "| peer | gradient | " + " | ".join(
                     f"*{chr(65 + i)}* | ÷ *{chr(65 + i)}*" for i in range(len(names))) + " |",
                 "|---|---:|" + "---:|---:|" * len(names)]
-        for title, peer, kind in COLUMNS:
-            res = results.get(peer)
-            if not available(res):
-                continue
-            rec = res[kind].get(case.name)
-            if rec is None or "skipped" in rec:
-                continue
+        for title, peer, kind, rec in measured(results, case):
             if "error" in rec or "grad" not in rec:
-                out.append(f"| {title} | **error** {cell(res, rec, notes, f'{title}, {case.name}')} |"
+                out.append(f"| {title} | **error** {cell(results[peer], rec, notes, f'{title}, {case.name}')} |"
                            + " |" * (2 * len(names)))
                 continue
             row = [title, fmt_time(rec["grad"])]
@@ -294,13 +299,7 @@ def markdown(results: dict, elapsed: float, cases=CASES) -> str:
             "| page faults / call (primal, gradient) |",
             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for case in cases:
-        for title, peer, kind in COLUMNS:
-            res = results.get(peer)
-            if not available(res):
-                continue
-            rec = res[kind].get(case.name)
-            if rec is None or "skipped" in rec:
-                continue
+        for title, peer, kind, rec in measured(results, case):
             first = rec.get("compile", rec.get("first"))
             first_text = fmt_time(first) + (" (compile)" if "compile" in rec else "")
             if "error" in rec:

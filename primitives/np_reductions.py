@@ -108,11 +108,15 @@ def _mask(where, x):
     return np.broadcast_to(np.asarray(where, dtype=bool), x.shape)
 
 
+def _real_for(dy, x):
+    """The output gradient as an array, real where ``x`` is real."""
+    d = np.asarray(dy)
+    return d.real if d.dtype.kind == "c" and x.dtype.kind != "c" else d
+
+
 def _dy(dy, x, kshape):
     """The output gradient as an array in the keepdims shape (real for real ``x``)."""
-    d = np.asarray(dy)
-    if d.dtype.kind == "c" and x.dtype.kind != "c":
-        d = d.real
+    d = _real_for(dy, x)
     return d.reshape(kshape) if d.shape != kshape else d
 
 
@@ -425,10 +429,7 @@ def _prod(a, *args, **kw):
                 o = _others(xt.reshape(rest + (-1,)))
                 if o.dtype.kind == "c":
                     np.conj(o, out=o)
-                d = np.asarray(dy)
-                if d.dtype.kind == "c" and o.dtype.kind != "c":
-                    d = d.real
-                d = d.reshape(rest + (1,))
+                d = _real_for(dy, o).reshape(rest + (1,))
                 if initial is not _NV:
                     d = d * np.conj(initial)
                 o *= d
@@ -469,9 +470,7 @@ def _cumsum(a, *args, **kw):
     x, _, ax = s
 
     def back(dy):
-        d = np.asarray(dy)
-        if d.dtype.kind == "c" and x.dtype.kind != "c":
-            d = d.real
+        d = _real_for(dy, x)
         g = _revcumsum(d, ax) if d.ndim else d
         return _grads(_like(a, g.reshape(x.shape)), n, kw)
     return y, back
@@ -490,9 +489,7 @@ def _cumprod(a, *args, **kw):
     x, xf, ax = s
 
     def back(dy):
-        d = np.asarray(dy)
-        if d.dtype.kind == "c" and x.dtype.kind != "c":
-            d = d.real
+        d = _real_for(dy, x)
         if xf.ndim == 0 or xf.size == 0:
             return _grads(_like(a, np.array(d, dtype=x.dtype).reshape(x.shape)), n, kw)
         xt = np.moveaxis(xf, ax, -1)
