@@ -5,9 +5,12 @@ from .runtime.api import (differentiable, grad, gradient, pullback, stages, stop
                           value_and_grad, value_and_gradient)
 from .runtime.errors import NoRuleError, NotScalarError
 from .runtime.forward import Pullback, forward
-from .runtime.rules import nondifferentiable, rule
+from .runtime.rules import nondifferentiable
+from .runtime.custom import RuleError, defrule, rule
+from .runtime.utilities import checkpoint, hook, nestlevel
 from . import primitives  # noqa: F401  (registers the rules)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
            "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
-           "UnsupportedError", "NoRuleError", "NotScalarError"]
+           "UnsupportedError", "NoRuleError", "NotScalarError",
+           "defrule", "RuleError", "hook", "checkpoint", "nestlevel"]

@@ -1,0 +1,82 @@
+"""Gradient utilities written as rules, as in §2 of the Zygote paper: ``hook``,
+``checkpoint``, ``nestlevel`` (and the rule of ``stop_gradient``).  None of them is
+known to a pass; each is a plain function plus an entry in the rule registry.
+"""
+from __future__ import annotations
+
+from . import shadow
+from .api import stop_gradient
+from .forward import forward
+from .rules import nograd, rule
+
+
+def hook(fn, x):
+    """``x``; in the reverse pass its gradient ``dx`` is replaced by ``fn(dx)``::
+
+        clip = lambda g: np.clip(g, -1.0, 1.0)
+        bytegrad.gradient(lambda w: loss(bytegrad.hook(clip, w)), w)   # clipped gradient
+
+    ``fn`` runs on the gradient as it is (not differentiated); ``hook(print, x)``
+    shows it, ``hook(operator.neg, x)`` reverses it.
+    """
+    return x
+
+
+@rule(hook)
+def _hook(fn, x):
+    return x, lambda dy: (None, None, fn(dy))
+
+
+def checkpoint(f, *args):
+    """``f(*args)``, differentiated without keeping ``f``'s tape: the forward pass runs
+    ``f`` plainly, and the reverse pass runs it again under AD to get its pullback.
+    Trades time (``f`` runs twice) for memory.  ``f`` must give the same result when
+    run again: no randomness, and the arguments must not be mutated in between::
+
+        y = bytegrad.checkpoint(block, h, w)   # inside a function being differentiated
+    """
+    return f(*args)
+
+
+@rule(checkpoint)
+def _checkpoint(f, *args):
+    outer = shadow.current()
+    y = f(*args)
+
+    def back(dy):
+        with shadow.fresh() as sh:
+            _, pb = forward(f, *args)
+        g = pb(dy)
+        _hand_on(sh, outer)
+        return (None, *g)
+    return y, back
+
+
+def _hand_on(inner, outer):
+    """Gradients left in the re-run's shadow belong to objects made before the
+    checkpoint (cells ``f`` reads); their creators' pullbacks look in ``outer``."""
+    for k, g in inner.grads.items():
+        outer.add(inner.keep[k], g)
+
+
+def nestlevel():
+    """The order of differentiation in progress: 0 outside any gradient, 1 while
+    ``gradient``/``pullback`` runs the forward pass of the function it differentiates
+    (and while ``checkpoint`` re-runs one), 2 inside a gradient of a gradient.
+
+    Zygote's rule ``nestlevel() = nestlevel() + 1`` needs every call to pass through
+    the transform; here a call with no differentiable argument stays a plain call, so
+    the level is read from the runtime: the number of gradient computations whose
+    forward pass is running (each has its own shadow).
+    """
+    return len(shadow._stack) - 1  # the bottom shadow belongs to no computation
+
+
+@rule(nestlevel)
+def _nestlevel():
+    return nestlevel(), nograd(0)
+
+
+@rule(stop_gradient)
+def _stop_gradient(x):
+    return x, nograd(1)
