@@ -1,0 +1,417 @@
+"""User rules through the public API (bytegrad.rule / defrule) and the gradient
+utilities written as rules (hook, checkpoint, nestlevel, stop_gradient)."""
+from __future__ import annotations
+
+import math
+import operator
+import weakref
+
+import numpy as np
+import pytest
+import scipy.special
+
+import bytegrad
+from bytegrad import stop_gradient
+from bytegrad.runtime import rules
+from bytegrad.testing import check_rule
+from checks import arr, check_grad, fd_gradient
+
+
+@pytest.fixture
+def restore_rules():
+    """Rules registered for shared callables (ufuncs) must not outlive the test."""
+    saved, notes = dict(rules.RULES), dict(rules.NOTES)
+    yield
+    rules.RULES.clear()
+    rules.RULES.update(saved)
+    rules.NOTES.clear()
+    rules.NOTES.update(notes)
+
+
+def normal_pdf(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+# ---------------------------------------------------------------------------
+# (a) a Python function: the rule replaces the transform
+# ---------------------------------------------------------------------------
+
+def guarded_softplus(x):
+    try:  # try/except is not transformed: without a rule this cannot be differentiated
+        return math.log1p(math.exp(x))
+    except OverflowError:
+        return x
+
+
+@bytegrad.rule(guarded_softplus)
+def _softplus_rule(x):
+    return guarded_softplus(x), lambda dy: (None, dy / (1.0 + math.exp(-x)))
+
+
+def test_rule_makes_an_untransformable_python_function_differentiable():
+    for x in (-2.0, 0.3, 4.0):
+        check_grad(lambda x: guarded_softplus(x) * x, x)
+
+
+def sign(x):
+    return 1.0 if x > 0 else -1.0
+
+
+@bytegrad.rule(sign)
+def _straight_through(x):  # a deliberate non-derivative: the rule must win over the transform
+    return sign(x), lambda dy: (None, dy)
+
+
+def test_rule_overrides_the_transform_of_a_python_function():
+    assert bytegrad.gradient(lambda x: 3.0 * sign(x), -0.5) == (3.0,)
+    assert bytegrad.gradient(lambda x: sign(x) * sign(x), 2.0) == (2.0,)
+
+
+def test_the_decorator_returns_the_rule_itself():
+    y, back = _softplus_rule(0.5)
+    assert y == guarded_softplus(0.5)
+    assert back(1.0)[1] == pytest.approx(1.0 / (1.0 + math.exp(-0.5)))
+
+
+# ---------------------------------------------------------------------------
+# (b) a C function without a rule
+# ---------------------------------------------------------------------------
+
+def test_rule_for_a_ufunc_without_one(restore_rules):
+    ndtr = scipy.special.ndtr
+    assert rules.rule_for(ndtr) is None
+
+    def f(x):  # fresh code: nothing compiled before the rule existed is reused
+        return np.sum(ndtr(x) * x)
+
+    with pytest.raises(bytegrad.NoRuleError):
+        bytegrad.gradient(f, arr(4))
+
+    @bytegrad.rule(ndtr)
+    def _(x):
+        return ndtr(x), lambda dy: (None, dy * normal_pdf(x))
+
+    check_grad(f, arr(4))
+    check_grad(lambda x: ndtr(x) ** 2, 0.4)
+
+
+def test_defrule_is_the_functional_form(restore_rules):
+    log_ndtr = scipy.special.log_ndtr
+    assert rules.rule_for(log_ndtr) is None
+    r = bytegrad.defrule(log_ndtr, lambda x: (log_ndtr(x),
+                                              lambda dy: (None, dy * normal_pdf(x) / scipy.special.ndtr(x))))
+    assert callable(r)
+    check_grad(lambda x: log_ndtr(x) * x, -1.2)
+    check_grad(lambda x: np.sum(log_ndtr(x)), arr(3, seed=2))
+
+
+# ---------------------------------------------------------------------------
+# (c) a method, also on subclasses that inherit it; (d) a callable object
+# ---------------------------------------------------------------------------
+
+class Spring:
+    def __init__(self, k):
+        self.k = k
+
+    def energy(self, x):
+        try:  # untransformable on purpose: only the rule can differentiate it
+            return 0.5 * self.k * x * x
+        finally:
+            pass
+
+
+class StiffSpring(Spring):  # inherits energy and so its rule
+    pass
+
+
+class CubicSpring(Spring):  # overrides energy: the rule of Spring.energy does not apply
+    def energy(self, x):
+        return self.k * x * x * x
+
+
+@bytegrad.rule(Spring.energy)
+def _energy(self, x):  # self is the first argument; its gradient is None here
+    return self.energy(x), lambda dy: (None, None, dy * self.k * x)
+
+
+@pytest.mark.parametrize("cls", [Spring, StiffSpring, CubicSpring])
+def test_rule_of_a_method_applies_to_obj_method_calls(cls):
+    s = cls(3.0)
+
+    def f(x):
+        return s.energy(x) + x
+
+    check_grad(f, 0.7)
+
+
+def test_rule_of_a_method_with_the_object_as_an_argument():
+    def f(s, x):
+        return s.energy(x) * x
+
+    for s in (Spring(2.0), StiffSpring(5.0)):
+        g = bytegrad.gradient(f, s, 1.5)[1]
+        assert g == pytest.approx(fd_gradient(lambda x: f(s, x), (1.5,), 0))
+
+
+class Affine:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __call__(self, x):
+        with open(__file__):  # a with statement: untransformable, so the rule must apply
+            return self.a * x + self.b
+
+
+@bytegrad.rule(Affine.__call__)
+def _affine(self, x):
+    return self(x), lambda dy: (None, None, dy * self.a)
+
+
+def test_rule_of_call_applies_to_callable_objects():
+    m = Affine(np.array([2.0, -1.0, 0.5]), 1.0)
+    check_grad(lambda x: np.sum(m(x) ** 2), arr(3))
+    check_grad(lambda x: np.sum(Affine(-3.0, 0.0)(x)), arr(3, seed=1))
+
+
+# ---------------------------------------------------------------------------
+# wrong rules and wrong registrations: errors naming the rule, the callee, the fix
+# ---------------------------------------------------------------------------
+
+def square(x, y):
+    return x * x * y
+
+
+def test_pullback_returning_too_few_gradients_is_named():
+    def short(x, y):
+        return square(x, y), lambda dy: (dy * 2 * x * y,)  # forgot d_f and d_y
+
+    bytegrad.defrule(square, short)
+    with pytest.raises(bytegrad.RuleError) as e:
+        bytegrad.gradient(lambda x: square(x, 2.0), 1.5)
+    msg = str(e.value)
+    assert "short" in msg and "square" in msg
+    assert "2 positional argument" in msg and "tuple of 3" in msg
+    assert "lambda dy: (None, d1, d2)" in msg
+
+
+def cube(x):
+    return x ** 3
+
+
+def test_pullback_returning_a_bare_gradient_is_named():
+    bytegrad.defrule(cube, lambda x: (cube(x), lambda dy: 3 * x * x * dy))
+    with pytest.raises(bytegrad.RuleError, match=r"cube.*returned a float.*tuple of 2"):
+        bytegrad.gradient(lambda x: cube(x) + x, 1.5)
+
+
+def half(x):
+    return x / 2
+
+
+def test_rule_returning_no_pair_is_named():
+    bytegrad.defrule(half, lambda x: half(x))
+    with pytest.raises(bytegrad.RuleError, match=r"half.*pair \(y, back\)"):
+        bytegrad.gradient(lambda x: half(x) * x, 1.5)
+
+
+def test_rule_error_is_a_type_error():
+    assert issubclass(bytegrad.RuleError, TypeError)
+
+
+def test_a_rule_may_add_keyword_gradients():
+    def scaled(x, scale=1.0):
+        return scale * x
+
+    bytegrad.defrule(scaled, lambda x, scale=1.0: (scaled(x, scale),
+                                                    lambda dy: (None, dy * scale, {"scale": dy * x})))
+    check_grad(lambda x, s: scaled(x, scale=s), 1.5, 0.5)
+
+
+def test_the_librarys_own_rules_are_not_wrapped():
+    assert not hasattr(rules.rule_for(math.sin), "__wrapped__")
+    assert rules.rule_for(guarded_softplus).__wrapped__ is _softplus_rule
+
+
+def test_registering_a_bound_method_is_refused_with_the_fix():
+    with pytest.raises(TypeError, match=r"bound method.*bytegrad.rule\(Spring.energy\)"):
+        bytegrad.rule(Spring(1.0).energy)
+    with pytest.raises(TypeError, match=r"bytegrad.rule\(list.append\)"):
+        bytegrad.rule([].append)
+
+
+def test_decorator_without_a_callee_or_with_a_non_callable_is_refused():
+    with pytest.raises(TypeError, match=r"@bytegrad.rule\(f\)"):
+        bytegrad.rule()
+    with pytest.raises(TypeError, match="not callable"):
+        bytegrad.rule(3.0)
+
+
+# ---------------------------------------------------------------------------
+# check_rule validates user rules
+# ---------------------------------------------------------------------------
+
+def bump(x):
+    return np.exp(-x * x)
+
+
+def bad_bump(x):
+    return np.exp(-x * x)
+
+
+@bytegrad.rule(bump)
+def _bump(x):
+    y = bump(x)
+    return y, lambda dy: (None, -2.0 * x * y * dy)
+
+
+@bytegrad.rule(bad_bump)
+def _bad_bump(x):
+    y = bad_bump(x)
+    return y, lambda dy: (None, 2.0 * x * y * dy)  # the sign is wrong
+
+
+def test_check_rule_passes_a_correct_user_rule():
+    g, = check_rule(bump, arr(5))
+    assert g.shape == (5,)
+
+
+def test_check_rule_catches_a_wrong_user_rule():
+    with pytest.raises(AssertionError, match="finite difference"):
+        check_rule(bad_bump, arr(5))
+
+
+# ---------------------------------------------------------------------------
+# hook
+# ---------------------------------------------------------------------------
+
+def clip_unit(g):
+    return np.clip(g, -1.0, 1.0)
+
+
+def test_hook_clips_the_gradient():
+    w = np.array([0.1, 2.0, -3.0, 0.5])
+    g, = bytegrad.gradient(lambda w: np.sum(bytegrad.hook(clip_unit, w) ** 3), w)
+    np.testing.assert_allclose(g, np.clip(3 * w * w, -1.0, 1.0), rtol=1e-12)
+
+
+def test_hook_is_the_identity_going_forward():
+    w = arr(4)
+    assert bytegrad.hook(clip_unit, w) is w
+    check_grad(lambda w: np.sum(np.sin(bytegrad.hook(lambda g: g, w))), w)
+
+
+def test_hook_negating_reverses_the_gradient_of_what_it_wraps_only():
+    def f(x, y):
+        return math.sin(bytegrad.hook(operator.neg, x)) * y
+
+    x, y = 0.3, 1.7
+    gx, gy = bytegrad.gradient(f, x, y)
+    assert gx == pytest.approx(-fd_gradient(f, (x, y), 0))
+    assert gy == pytest.approx(fd_gradient(f, (x, y), 1))
+
+
+def test_hook_sees_the_gradient():
+    seen = []
+    bytegrad.gradient(lambda x: 5.0 * bytegrad.hook(lambda g: seen.append(g) or g, x), 2.0)
+    assert seen == [5.0]
+
+
+# ---------------------------------------------------------------------------
+# checkpoint
+# ---------------------------------------------------------------------------
+
+def block(x, w):
+    return np.tanh(x * w) * w
+
+
+def deep(x, w):
+    return np.sum(bytegrad.checkpoint(block, bytegrad.checkpoint(block, x, w), w) ** 2)
+
+
+def shallow(x, w):
+    return np.sum(block(block(x, w), w) ** 2)
+
+
+def test_checkpoint_gives_the_gradient_without_checkpoint():
+    x, w = arr(5), 0.7
+    g = check_grad(deep, x, w)
+    ref = bytegrad.gradient(shallow, x, w)
+    np.testing.assert_allclose(g[0], ref[0], rtol=1e-12)
+    assert g[1] == pytest.approx(ref[1], rel=1e-12)
+
+
+def test_checkpoint_runs_the_function_again_in_the_reverse_pass():
+    calls = []
+
+    def counted(x, w):
+        calls.append(bytegrad.nestlevel())
+        return np.sin(x) * w
+
+    y, back = bytegrad.pullback(lambda x, w: np.sum(bytegrad.checkpoint(counted, x, w)), arr(3), 2.0)
+    assert len(calls) == 1
+    gx, gw = back(1.0)
+    assert len(calls) == 2
+    np.testing.assert_allclose(gx, 2.0 * np.cos(arr(3)), rtol=1e-12)
+    assert gw == pytest.approx(np.sum(np.sin(arr(3))), rel=1e-12)
+    assert calls == [1, 1]  # both runs belong to a gradient computation
+
+
+def kept_after_forward(use_checkpoint):
+    """Whether an intermediate of ``inner`` is still alive once the forward pass is done."""
+    refs = []
+
+    def inner(x):
+        t = x * x
+        refs.append(weakref.ref(stop_gradient(t)))  # by global name: a plain call
+        return np.sum(t * t)
+
+    call = (lambda x: bytegrad.checkpoint(inner, x)) if use_checkpoint else inner
+    y, back = bytegrad.pullback(call, arr(4))
+    return refs[0]() is not None
+
+
+def test_checkpoint_keeps_no_tape_of_the_function():
+    assert kept_after_forward(False)  # the tape holds the pullback of t * t, hence t
+    assert not kept_after_forward(True)
+
+
+def test_checkpoint_of_a_closure_over_a_differentiated_variable():
+    def f(x, y):
+        def inner(z):
+            return x * z + x ** 3  # reads x from the enclosing function
+        return bytegrad.checkpoint(inner, y * y) * x
+
+    check_grad(f, 0.8, -1.3)
+
+
+# ---------------------------------------------------------------------------
+# nestlevel, stop_gradient
+# ---------------------------------------------------------------------------
+
+def scaled_by_level(x):
+    return x * bytegrad.nestlevel()
+
+
+def test_nestlevel_is_zero_outside_and_one_inside_a_gradient():
+    assert bytegrad.nestlevel() == 0
+    assert scaled_by_level(3.0) == 0.0
+    assert bytegrad.gradient(scaled_by_level, 3.0) == (1.0,)
+    assert bytegrad.pullback(scaled_by_level, 3.0)[0] == 3.0
+    assert bytegrad.nestlevel() == 0
+
+
+def test_nestlevel_through_its_rule():
+    y, back = bytegrad.pullback(bytegrad.nestlevel)
+    assert y == 1 and back(1.0) == ()
+
+
+def test_nestlevel_is_zero_again_after_an_error():
+    with pytest.raises(ZeroDivisionError):
+        bytegrad.gradient(lambda x: x / 0.0, 1.0)
+    assert bytegrad.nestlevel() == 0
+
+
+def test_stop_gradient_through_its_rule():
+    y, back = bytegrad.pullback(bytegrad.stop_gradient, 2.5)
+    assert y == 2.5 and back(1.0) == (None,)
+    assert bytegrad.gradient(lambda x, sg: sg(x) * x, 2.5, bytegrad.stop_gradient) == (2.5, None)
