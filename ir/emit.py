@@ -52,6 +52,8 @@ class _Emitter:
                 if isinstance(x, Var):
                     self.uses[x] = self.uses.get(x, 0) + 1
                     self.user_block[x] = b
+        self.twice = {x for _, _, st in ir.statements() if st.fn is ops.watch
+                      for x in st.operands() if isinstance(x, Var)}  # loaded on two paths
         self.alias = {}    # var → var holding the same object (a loop's iterator)
         self.inline = {}   # var → node to emit in place of loading it
         self.record = None
@@ -86,6 +88,8 @@ class _Emitter:
         native = not st.kw and not isinstance(fn, (Var, Global)) and _hashable(fn)
         if native and fn is ops.identity:
             self.load(args[0], line)
+        elif native and fn is ops.watch:
+            self.watch(args, line)
         elif native and fn in _BINARY and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_OP", _BINARY[fn], line)
@@ -142,6 +146,7 @@ class _Emitter:
 
     def deferrable(self, b, v, st):
         return isinstance(v, Var) and self.uses.get(v) == 1 and self.user_block.get(v) == b \
+            and v not in self.twice \
             and st.fn not in (operator.setitem, setattr) if _hashable(st.fn) else False
 
     def take(self, order, pending):
@@ -255,6 +260,23 @@ class _Emitter:
             self.out.append(exit_)
             self.assign(out.target, out.args, line)
             self.jump(b, out.target, line)
+
+    def watch(self, args, line):
+        """``ops.watch`` with its test inline: call it only when it has work to do."""
+        slow, end = Label(), Label()
+        self.call(type, args[1:2], {}, line)
+        self.load(ops.WATCH, line)
+        self.i("LOAD_ATTR", "kinds", line)
+        self.i("CONTAINS_OP", 0, line)
+        self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
+        self.load(ops.WATCH, line)
+        self.i("LOAD_ATTR", "all", line)
+        self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
+        self.load(args[0], line)
+        self.i("JUMP_FORWARD", end, line)
+        self.out.append(slow)
+        self.call(ops.watch, args, {}, line)
+        self.out.append(end)
 
     def call(self, fn, args, kw, line):
         self.i("PUSH_NULL", line=line)

@@ -251,3 +251,33 @@ def bound(x, name):
     if x is UNDEF:
         unbound_local(name)
     return x
+
+
+class Watch:
+    """What `watch` consults: ``kinds``, the types of values that may be mutated
+    later (their pullbacks must be told); ``all``, whether something has been
+    mutated (then every pullback must be told); ``watcher``, the runtime's
+    function that wraps the pullback.  The IR knows no runtime: it sets these."""
+
+    kinds: set = set()
+    all = False
+    watcher = None
+
+
+WATCH = Watch()
+
+
+def watch(pb, y, *operands):
+    """``%p2 = ops.watch(%p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
+    or the runtime's wrapper of it when ``%y`` may be mutated later or an operand
+    has been.  The emitter inlines the test, so the common case costs no call::
+
+        %5 = forward(operator.mul, %2, %3)       %5 = forward(operator.mul, %2, %3)
+        %6 = ops.unpack(%5, 2)               →   %6 = ops.unpack(%5, 2)
+        %7 = operator.getitem(%6, 1)             %7 = operator.getitem(%6, 1)
+        %8(%7)                                   %9 = ops.watch(%7, %6[0], operator.mul, %2, %3)
+                                                 %8(%9)
+    """
+    if type(y) in WATCH.kinds or WATCH.all:
+        return WATCH.watcher(pb, y, operands)
+    return pb

@@ -1,3 +1,3 @@
 """The rule library; importing it registers every rule."""
-from . import operators, containers, cells, math, builtins, arrays  # noqa: F401
+from . import mutation, operators, containers, cells, math, builtins, arrays  # noqa: F401
 from . import np_elementwise, np_reductions, np_linalg, np_shape, np_indexing  # noqa: F401

@@ -11,7 +11,7 @@ import operator as op
 import numpy as np
 
 from ..ir import ops
-from ..runtime.algebra import OneHot, accum, is_differentiable
+from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.forward import forward, run_plain
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
@@ -214,8 +214,14 @@ def _getattr(x, name, *default):
                              else d + 0j if isinstance(x, complex) else d, None)
     if name == "imag":  # Im(x + iy) = y has gradient 0 + 1i
         return y, lambda d: (None, 1j * d if np.iscomplexobj(x) else None, None)
-    if getattr(y, "__self__", None) is x:  # a bound method: its gradient is its object's
+    owner = getattr(y, "__self__", None)
+    if owner is x or type(x) is super and owner is x.__self__:
+        # a bound method (also through super()): its gradient is its object's
         return y, lambda d: (None, d, None)
+    prop = getattr(type(x), name, None)
+    if isinstance(prop, property):
+        y, pb = forward(prop.fget, x)
+        return y, lambda d: (None, pb(d)[1], None)
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
     if name == "T":
@@ -276,6 +282,19 @@ def _dict_ctor(*xs, **kw):
     y = dict(*xs, **kw)
     src = xs[0] if xs else None
     return y, lambda d: (None,) + ((dict(d) if isinstance(src, dict) else None,) if xs else ())
+
+
+@rule(super)
+def _super(*args):
+    """``super(cls, obj)``: a view of ``obj``, whose gradient is ``obj``'s."""
+    return super(*args), lambda d: (None,) * len(args) + (d,)
+
+
+@rule(tuple.__new__)
+def _tuple_new(cls, *items):
+    """``tuple.__new__(cls, iterable)``, as a named tuple's ``__new__`` calls it."""
+    y = tuple.__new__(cls, *items)
+    return y, lambda d: (None, None) + ((_like(items[0], unwrap(d)),) if items else ())
 
 
 @rule(next)

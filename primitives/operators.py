@@ -18,10 +18,10 @@ import operator as op
 
 import numpy as np
 
-from ..runtime.algebra import accum, is_differentiable
-from ..runtime.forward import user_location
-from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
+from ..runtime.algebra import accum
+from ..runtime.rules import Lazy, nondifferentiable, rule
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
+from .mutation import in_place
 from .np_linalg import matmul_thunks
 
 # Scalar loops are dominated by these rules, so each has a fast path for real
@@ -66,7 +66,7 @@ def _sum_back(a, b, sign):
                           (lambda: ub(b, d if sign > 0 else -d)) if fb else None)
 
 
-@rule(op.add, op.iadd)
+@rule(op.add)
 def _add(a, b):
     r = _real(a, b)
     if r is not None:
@@ -224,23 +224,7 @@ nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, o
                   op.rshift, op.iand, op.ior, op.ixor, op.ilshift, op.irshift)
 
 
-def _in_place(f, r, symbol):
-    """``a op= b`` mutates a list or an array for every alias of it, which the
-    functional rules would not; until mutation is differentiable, refuse it when
-    a gradient could flow, instead of computing something else."""
-    def in_place(a, b):
-        if isinstance(a, (np.ndarray, list)):
-            if is_differentiable(a) or is_differentiable(b):
-                file, line = user_location()
-                raise NotImplementedError(
-                    f"{file}:{line}: in-place `{symbol}=` on a {type(a).__name__} is not "
-                    f"differentiable yet; write `a = a {symbol} b` instead")
-            return f(a, b), nograd(2)
-        return r(a, b)
-    return in_place
-
-
 for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
                         (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),
                         (op.imatmul, _matmul, "@")):
-    rule(_f)(_in_place(_f, _r, _symbol))
+    rule(_f)(in_place(_r, _symbol))

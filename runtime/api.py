@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 
-from . import shadow
+from . import mutation, shadow
 from .algebra import unwrap
 from .errors import NotScalarError
 from .forward import call_function, compiled, forward
@@ -19,16 +19,23 @@ def pullback(f, *args, wrt=None, **kw):
     ``wrt`` (indices of positional arguments) names the gradients wanted; the others
     are None and, when ``f`` is a plain function, not computed at all.
     """
-    with shadow.fresh():
+    with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw:
             y, pb = call_function(f, args, kw, wrt=(0,) + tuple(sorted(i + 1 for i in wrt)))
         else:
             y, pb = forward(f, *args, **kw)
     n = len(args)
+    if sh.mutated:
+        mutation.seal(sh)
 
     def back(dy):
         g = pb(dy)
-        return tuple(unwrap(x) if wrt is None or i in wrt else None for i, x in enumerate(g[1:1 + n]))
+        g = tuple(unwrap(x) if wrt is None or i in wrt else None for i, x in enumerate(g[1:1 + n]))
+        if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents
+            g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
+                      for i, (a, x) in enumerate(zip(args, g)))
+            mutation.reapply(sh)
+        return g
     return y, back
 
 

@@ -15,9 +15,10 @@ import types
 from ..ir import lift
 from ..ir.emit import emit
 from ..transforms.reverse import transform
-from . import algebra
+from . import algebra, mutation
 from .errors import NoRuleError
 from .rules import RULES, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
+from .shadow import current
 
 
 class _Hooks:
@@ -32,12 +33,10 @@ class _Hooks:
     sparse = staticmethod(is_sparse)
     structured = staticmethod(is_structured)
 
-    @staticmethod
-    def runs_without_gradient(pb):
-        return type(pb) is Pullback
+    runs_without_gradient = staticmethod(mutation.runs_without_gradient)
 
 
-class Pullback:
+class Pullback(mutation.Always):
     """The pullback of one call of a transformed function: its tape and its adjoint.
 
     ``back(dy)`` returns ``(d_callee, d_arg1, …)``; it may be called many times.
@@ -141,12 +140,17 @@ def call_function(f, args, kw, wrt=None):
     else:
         params, unbind = args, None
     y, tape = c.forward_for(f.__globals__)(f, *params)
-    return y, Pullback(c.adjoint, tape, unbind)
+    pb = Pullback(c.adjoint, tape, unbind)
+    sh = current()
+    if sh.mutated and sh.holds_mutated(y):
+        return y, mutation.Returned(pb, y, sh)
+    return y, pb
 
 
 def _drop_callee(pb):
     """For ``obj.m(x)`` run as ``C.m(obj, x)``: the gradient of ``obj`` is the method's."""
-    return lambda dy: pb(dy)[1:]
+    back = lambda dy: pb(dy)[1:]
+    return mutation.Effect(back) if isinstance(pb, mutation.Always) else back
 
 
 def forward(f, *args, **kw):
@@ -156,6 +160,8 @@ def forward(f, *args, **kw):
     except TypeError:  # an unhashable callable has no rule
         r = None
     if r is not None:
+        if kw and kw.get("out") is not None:
+            return mutation.with_out(r, args, kw)
         return r(*args, **kw)
     if is_nondiff(f):
         return f(*args, **kw), nograd(len(args))
@@ -165,7 +171,7 @@ def forward(f, *args, **kw):
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)
-    if t is types.BuiltinMethodType and not isinstance(f.__self__, types.ModuleType):
+    if t is types.BuiltinMethodType and not isinstance(f.__self__, (types.ModuleType, type)):
         # a method of a C type: look for a rule of the unbound method
         unbound = getattr(type(f.__self__), f.__name__, None)
         y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
@@ -174,7 +180,40 @@ def forward(f, *args, **kw):
     if not isinstance(f, type) and type(getattr(type(f), "__call__", None)) is types.FunctionType:
         y, pb = forward(type(f).__call__, f, *args, **kw)
         return y, _drop_callee(pb)
+    if isinstance(f, type) and _user_class(f):
+        return construct(f, args, kw)
     return run_plain(f, args, kw)
+
+
+def _user_class(cls) -> bool:
+    """Whether calling ``cls`` runs Python ``__new__`` / ``__init__`` code we can transform."""
+    return type(cls).__call__ is type.__call__ and not issubclass(cls, BaseException) and (
+        type(cls.__init__) is types.FunctionType or type(cls.__new__) is types.FunctionType)
+
+
+def construct(cls, args, kw):
+    """``cls(*args)``: ``__new__`` then ``__init__``, both differentiated.  The object's
+    gradient (a dict of its fields) goes to the shadow, where the stores of
+    ``__init__`` take their values' gradients out."""
+    sh = current()
+    if cls.__new__ is object.__new__:
+        obj, pb_new = object.__new__(cls), None
+    else:
+        obj, pb_new = forward(cls.__new__, cls, *args, **kw)
+    pb_init = None
+    if isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
+        _, pb_init = forward(type(obj).__init__, obj, *args, **kw)
+    if not issubclass(cls, tuple):  # instances of other classes may change
+        mutation.watch_kind(cls)
+    n = len(args) + (1 if kw else 0)
+
+    def back(dy):
+        sh.add(obj, dy)
+        d = pb_init(None) if pb_init is not None else (None,) * (n + 2)
+        d0 = sh.take(obj)  # the gradient of the object __new__ made
+        d_new = pb_new(d0) if pb_new is not None and d0 is not None else (None,) * (n + 2)
+        return (None,) + tuple(algebra.accum(a, b) for a, b in zip(d[2:2 + n], d_new[2:2 + n]))
+    return obj, mutation.Effect(back)
 
 
 def run_plain(f, args, kw, call=None, name=None):

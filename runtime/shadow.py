@@ -1,30 +1,141 @@
 """Identity-keyed gradients of mutable objects, for one gradient computation.
 
 Some gradients cannot travel with SSA values because the object they belong to
-is mutated in place: a closure cell that is read, rebound and read again.
-Their gradients live here, keyed by the object's identity; the rule that
-created or overwrote the object's content takes it out in the reverse pass.
+is changed in place: a closure cell that is rebound, an array written through an
+alias, a list appended to.  Their gradients live here, keyed by the object's
+identity (Mooncake's model): reads of a mutated object add to its entry, and
+the rule that overwrote part of it takes that part out in the reverse pass.
+
+An entry mirrors its object: a dense array for an array (kept for the array
+that owns the memory, so a view's gradient is a view of it), a list of element
+gradients for a list, a dict for a dict or an object's fields, a gradient for a
+cell.
 """
 from __future__ import annotations
 
-from .algebra import accum
+import numpy as np
+
+from ..ir.ops import WATCH
+from .algebra import Buffer, OneHot, accum, unwrap
+
+
+def root(a):
+    """The array owning ``a``'s memory (``a`` itself unless it is a view)."""
+    b = a.base
+    return b if isinstance(b, np.ndarray) else a
+
+
+def region(buf, r, a):
+    """The part of ``buf`` (a gradient laid out like root ``r``) that view ``a`` covers."""
+    if a is r:
+        return buf
+    offset = a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
+    return np.ndarray(a.shape, buf.dtype, buffer=buf, offset=offset, strides=a.strides)
 
 
 class Shadow:
-    __slots__ = ("grads", "keep")
+    __slots__ = ("grads", "keep", "mutated", "final")
 
     def __init__(self):
-        self.grads, self.keep = {}, {}
+        self.grads, self.keep, self.mutated, self.final = {}, {}, {}, None
 
+    # -- gradients -----------------------------------------------------------
     def add(self, obj, g):
-        if g is not None:
-            k = id(obj)
-            self.keep[k] = obj  # the id stays valid while its gradient is held
+        """Add gradient ``g`` to ``obj``'s entry."""
+        if g is None:
+            return
+        if isinstance(obj, np.ndarray):
+            return self._add_array(obj, g)
+        k = id(obj)
+        self.keep[k] = obj  # the id stays valid while its gradient is held
+        if type(obj) is list:
+            buf = self.grads.get(k)
+            if buf is None:
+                buf = self.grads[k] = Buffer([None] * len(obj), list)
+            accum(buf, g)
+        else:
             self.grads[k] = accum(self.grads.get(k), g)
+
+    def _add_array(self, a, g):
+        if a.dtype.kind not in "fc":
+            return
+        r = root(a)
+        buf = self.grads.get(id(r))
+        if buf is None:
+            if not (r.flags.c_contiguous or r.flags.f_contiguous):
+                raise NotImplementedError("mutation of an array whose memory is not contiguous")
+            self.keep[id(r)] = r
+            buf = self.grads[id(r)] = np.zeros_like(r)
+        part = region(buf, r, a)
+        if type(g) is OneHot:
+            part[g.index] += g.value
+        else:
+            part += unwrap(g)
 
     def take(self, obj):
         """The gradient accumulated for ``obj``, leaving zero behind."""
-        return self.grads.pop(id(obj), None)
+        if isinstance(obj, np.ndarray):
+            return self.take_at(obj, ...)
+        return unwrap(self.grads.pop(id(obj), None))
+
+    def take_at(self, a, index):
+        """The gradient of ``a[index]`` (an array), leaving zero there."""
+        r = root(a)
+        buf = self.grads.get(id(r))
+        if buf is None:
+            return None
+        part = region(buf, r, a)
+        g = np.array(part[index])
+        part[index] = 0
+        return g
+
+    def entry(self, obj, make):
+        """``obj``'s entry (a list buffer or a dict), made by ``make()`` if absent."""
+        k = id(obj)
+        e = self.grads.get(k)
+        if e is None:
+            self.keep[k] = obj
+            e = self.grads[k] = make()
+        return e
+
+    # -- mutated objects -----------------------------------------------------
+    def mark(self, obj):
+        """Record that ``obj`` (or, for a view, the array it views) is being mutated."""
+        o = root(obj) if isinstance(obj, np.ndarray) else obj
+        if id(o) not in self.mutated:
+            self.mutated[id(o)] = o
+            WATCH.all = True
+
+    def is_mutated(self, x) -> bool:
+        if id(x) in self.mutated:
+            return True
+        return isinstance(x, np.ndarray) and id(root(x)) in self.mutated
+
+    def holds_mutated(self, x) -> bool:
+        """Whether ``x`` is, or (through tuples, lists and dicts) holds, a mutated object."""
+        if self.is_mutated(x):
+            return True
+        t = type(x)
+        if t is tuple or t is list:
+            return any(map(self.holds_mutated, x))
+        if t is dict:
+            return any(map(self.holds_mutated, x.values()))
+        return False
+
+    def absorb(self, x, g):
+        """Move the parts of gradient ``g`` of ``x`` that belong to mutated objects
+        into their entries; return the rest."""
+        if g is None:
+            return None
+        if self.is_mutated(x):
+            self.add(x, g)
+            return None
+        t = type(x)
+        if (t is tuple or t is list) and self.holds_mutated(x):
+            return t(self.absorb(a, d) for a, d in zip(x, unwrap(g)))
+        if t is dict and isinstance(g, dict) and self.holds_mutated(x):
+            return {k: self.absorb(x[k], d) if k in x else d for k, d in g.items()}
+        return g
 
 
 _stack = [Shadow()]
@@ -39,7 +150,9 @@ class fresh:
 
     def __enter__(self):
         _stack.append(Shadow())
+        WATCH.all = False
         return _stack[-1]
 
     def __exit__(self, *exc):
         _stack.pop()
+        WATCH.all = bool(_stack[-1].mutated)

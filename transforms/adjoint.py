@@ -47,7 +47,7 @@ class _Adjoint:
     def __init__(self, ir, active, hooks):
         self.ir, self.active = ir, active
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
-        self.effectful, self.rule_for = hooks.effectful, hooks.rule_for
+        self.effectful = hooks.effectful
         self.runs_without_gradient = hooks.runs_without_gradient
         self.structured = hooks.structured
         self.sparse = may_be_sparse(ir, hooks.sparse)
@@ -86,19 +86,16 @@ class _Adjoint:
         after, call = self.adj.block(), self.adj.block()
         const = not isinstance(st.fn, (Var, Global))
         if not (const and self.effectful(st.fn)):
+            # without a gradient, a pullback may still have work: a transformed
+            # function's stores into cells, a mutation's restore (the runtime says)
             has = self.emit(operator.is_not, gv, None, line=line)
-            if const and self.rule_for(st.fn) is not None:
-                self.adj.branch(self.cur, Branch("br", after, cond=has))
-            else:  # a transformed function may act through a side channel (a cell)
-                ask = self.adj.block()
-                self.adj.branch(self.cur, Branch("br", ask, cond=has))
-                self.adj.branch(self.cur, Branch("br", call))
-                self.cur = ask
-                needs = self.emit(self.runs_without_gradient, pb, line=line)
-                self.adj.branch(self.cur, Branch("br", after, cond=needs))
+            ask = self.adj.block()
+            self.adj.branch(self.cur, Branch("br", ask, cond=has))
             self.adj.branch(self.cur, Branch("br", call))
-        else:
-            self.adj.branch(self.cur, Branch("br", call))
+            self.cur = ask
+            needs = self.emit(self.runs_without_gradient, pb, line=line)
+            self.adj.branch(self.cur, Branch("br", after, cond=needs))
+        self.adj.branch(self.cur, Branch("br", call))
         self.cur = call
         dense = v in self.sparse and not (const and self.structured(st.fn))
         u = self.emit(self.unwrap, gv, line=line) if dense else gv
@@ -196,10 +193,10 @@ def may_be_sparse(ir, sparse) -> set:
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
-    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, ``rule_for``, and the
+    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, and the
     predicates ``effectful``, ``sparse``, ``structured`` (its pullback takes a
     structured gradient as it is) and ``runs_without_gradient`` (for a
     pullback found at run time: whether it must run even when its output has no
-    gradient, because the callee may have stored into a cell).
+    gradient, because it stores into a cell or restores what a mutation overwrote).
     """
     return simplify(_Adjoint(ir, active, hooks).run())

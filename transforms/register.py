@@ -1,7 +1,8 @@
 """The register (forward) pass: run the primal and record pullbacks on a tape.
 
 Every active statement becomes a call of ``forward``, whose pullback is pushed
-on the tape; a block with several incoming edges takes the edge's number as an
+on the tape (through ``ops.watch``, which lets the runtime wrap it when mutation
+is involved); a block with several incoming edges takes the edge's number as an
 extra argument and pushes it too.  The function returns ``(value, tape)``::
 
     1: (%1, %2)                         1: (%1, %2)
@@ -11,9 +12,10 @@ extra argument and pushes it too.  The function returns ``(value, tape)``::
                               →           %6 = ops.unpack(%5, 2)
                                           %7 = operator.getitem(%6, 0)
                                           %8 = operator.getitem(%6, 1)
-                                          %9 = %4(%8)
-                                          %10 = ops.build_tuple(%7, %3)
-                                          return %10
+                                          %9 = ops.watch(%8, %7, operator.mul, %2, %2)
+                                          %10 = %4(%9)
+                                          %11 = ops.build_tuple(%7, %3)
+                                          return %11
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def register(ir, active, forward, rule_for=lambda f: None) -> IR:
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
+            pb = fwd.push(b, Stmt(ops.watch, (pb, env[v], st.fn) + st.args, None, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)

@@ -159,11 +159,13 @@ def test_where_and_initial():
     assert np.array_equal(g[0], [0, 0.5]) and g[1] == 0.5
 
 
-def test_out_is_refused():
-    x = np.ones((2, 2))
-    out = np.empty(2)
-    with pytest.raises(TypeError, match="out="):
-        bytegrad.gradient(lambda x: np.sum(x, axis=0, out=out).sum(), x)
+def test_out_keyword_writes_and_differentiates():
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    out = np.empty(3)
+    check_rule(lambda x: np.sum(x, axis=0, out=out) * x, x)
+    _, back = bytegrad.pullback(lambda x: np.sum(x, axis=0, out=out) * x, x)
+    back(np.ones((2, 3)))
+    assert np.array_equal(out, x.sum(axis=0))  # holds what the plain call left in it
 
 
 # --- max, min, ptp ---------------------------------------------------------------

@@ -903,9 +903,7 @@ def test_list_append_in_loop():
             s = s + y * y
         return s
 
-    # mutation is the next issue's work; until then it is refused, naming list.append
-    with pytest.raises(bytegrad.NoRuleError, match=r"test_control_flow_grads\.py:900: list\.append"):
-        bytegrad.gradient(f, [1.0, -2.0, 3.0], 0.5)
+    check_container_grad(f, [1.0, -2.0, 3.0], 0.5)
 
 
 def test_list_item_assignment():
@@ -915,8 +913,7 @@ def test_list_item_assignment():
         zs[1] = zs[0] * x
         return zs[0] + zs[1] + zs[2]
 
-    with pytest.raises(bytegrad.NoRuleError, match=r"test_control_flow_grads\.py:914: operator\.setitem"):
-        bytegrad.gradient(f, 1.5, 2.0)
+    check_grad(f, 1.5, 2.0)
 
 
 # ---------------------------------------------------------------------------
@@ -1321,8 +1318,7 @@ def test_method_storing_into_attribute():
         acc.add(x * y)
         return acc.total
 
-    with pytest.raises(bytegrad.NoRuleError, match=r"setattr"):
-        bytegrad.gradient(f, 1.5, 0.5)
+    check_grad(f, 1.5, 0.5)
 
 
 def test_object_built_from_differentiable_value():
@@ -1330,8 +1326,7 @@ def test_object_built_from_differentiable_value():
         q = Quadratic(x, 1.0)
         return q.eval(2.0)  # 4x + 2
 
-    with pytest.raises(bytegrad.NoRuleError, match=r"Quadratic.*constructor"):
-        bytegrad.gradient(f, 1.5)
+    check_grad(f, 1.5)
 
 
 # ---------------------------------------------------------------------------

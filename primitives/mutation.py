@@ -1,0 +1,449 @@
+"""Rules of the operations that change an object in place.
+
+Each marks its object as mutated in the shadow, saves what it overwrites, and
+returns an `Effect` pullback, which runs even without an output gradient: it
+takes the gradient of what was written out of the object's shadow entry (where
+every later read of the object put its gradient), hands it to the written
+value, and restores the overwritten contents, so the pullbacks that run after
+it see the values they saw going forward.  A rule whose result is the mutated
+object itself (``a += b``) first adds the result's gradient to the entry.
+"""
+from __future__ import annotations
+
+import operator as op
+import types
+
+import numpy as np
+
+from ..runtime.algebra import Buffer, accum
+from ..runtime.forward import forward, run_plain
+from ..runtime.mutation import Effect, array_update, watch_kind
+from ..runtime.rules import effectful, rule
+from ..runtime.shadow import current
+from ._util import unbroadcast
+
+_MISSING = object()
+
+
+def _list_entry(sh, xs):
+    """The element gradients ``xs`` holds in the shadow, as a list to edit in place."""
+    return sh.entry(xs, lambda: Buffer([None] * len(xs), list)).data
+
+
+def _index(n, i):
+    """``i`` as a position in a sequence of length ``n`` (for ``insert``: clamped)."""
+    return min(max(i + n if i < 0 else i, 0), n)
+
+
+# -- arrays --------------------------------------------------------------------
+
+def _array_write(a, k, v):
+    """``a[k] = v``."""
+    sh = current()
+    old = np.array(a[k])
+    a[k] = v
+    sh.mark(a)
+
+    def back(_):
+        g = sh.take_at(a, k)
+        a[k] = old
+        return None, None, None, None if g is None else unbroadcast(v, g)
+    return None, Effect(back)
+
+
+def _in_place(r, a, b):
+    """``a op= b`` on an array: the functional rule ``r`` on a copy, written back."""
+    old = a.copy()
+    y, pb = r(old, b)
+    sh = current()
+    a, back = array_update(a, y, pb, 3, old)
+
+    def grads(dy):
+        d = back(dy)
+        sh.add(a, d[1])  # the gradient of the old contents stays with the array
+        return None, None, d[2]
+    return a, Effect(grads)
+
+
+def in_place(r, symbol):
+    """The rule of the in-place operator ``symbol=`` whose functional rule is ``r``:
+    arrays and lists change in place; anything else gets ``r``'s result, as in Python."""
+    def rule_(a, b):
+        if isinstance(a, np.ndarray):
+            return _in_place(r, a, b)
+        if type(a) is list and symbol == "+":
+            return _list_extend(a, b, returns=True)
+        if type(a) is list:
+            raise NotImplementedError(f"in-place `{symbol}=` on a list is not differentiable; "
+                                      f"write `xs = xs {symbol} n`")
+        return r(a, b)
+    return rule_
+
+
+@rule(np.copyto)
+def _copyto(dst, src, casting="same_kind", where=True):
+    sh = current()
+    old = dst.copy()
+    np.copyto(dst, src, casting=casting, where=where)
+    sh.mark(dst)
+    mask = np.broadcast_to(where, dst.shape)
+
+    def back(_):
+        g = sh.take_at(dst, ...)
+        dst[...] = old
+        if g is None:
+            return None, None, None, None, None
+        sh.add(dst, np.where(mask, 0, g))  # unwritten elements keep their gradient
+        return None, None, unbroadcast(src, np.where(mask, g, 0)), None, None
+    return None, Effect(back)
+
+
+@rule(np.ndarray.fill)
+def _fill(a, v):
+    sh = current()
+    old = a.copy()
+    a.fill(v)
+    sh.mark(a)
+
+    def back(_):
+        g = sh.take_at(a, ...)
+        a[...] = old
+        return None, None, None if g is None else unbroadcast(v, g)
+    return None, Effect(back)
+
+
+# -- lists ---------------------------------------------------------------------
+
+def _list_write(xs, k, v):
+    """``xs[k] = v`` for an index or a slice."""
+    sh = current()
+    if not isinstance(k, slice):
+        i = k + len(xs) if k < 0 else k
+        old = xs[i]
+        xs[i] = v
+        sh.mark(xs)
+
+        def back(_):
+            buf = _list_entry(sh, xs)
+            g, buf[i] = buf[i], None
+            xs[i] = old
+            return None, None, None, g
+        return None, Effect(back)
+    old, new = xs[k], list(v)
+    start, stop, step = k.indices(len(xs))
+    xs[k] = new
+    sh.mark(xs)
+    span = slice(start, start + len(new)) if step == 1 else k
+
+    def back(_):
+        buf = _list_entry(sh, xs)
+        g = buf[span]
+        buf[span] = [None] * len(old)
+        xs[span] = old
+        return None, None, None, _like(v, g)
+    return None, Effect(back)
+
+
+def _like(v, g):
+    """The gradient of the iterable ``v`` from its items' gradients ``g``."""
+    if all(d is None for d in g):
+        return None
+    if isinstance(v, np.ndarray):
+        return unbroadcast(v, np.array([0.0 if d is None else d for d in g]))
+    return tuple(g) if isinstance(v, tuple) else list(g) if isinstance(v, list) else None
+
+
+@rule(list.append)
+def _append(xs, x):
+    sh = current()
+    xs.append(x)
+    sh.mark(xs)
+
+    def back(_):
+        g = _list_entry(sh, xs).pop()
+        xs.pop()
+        return None, None, g
+    return None, Effect(back)
+
+
+def _list_extend(xs, ys, returns=False):
+    sh = current()
+    n, new = len(xs), list(ys)
+    xs.extend(new)
+    sh.mark(xs)
+
+    def back(dy):
+        sh.add(xs, dy)
+        buf = _list_entry(sh, xs)
+        g = buf[n:]
+        del buf[n:], xs[n:]
+        return None, None, _like(ys, g)
+    return (xs if returns else None), Effect(back)
+
+
+rule(list.extend)(_list_extend)
+
+
+@rule(list.insert)
+def _insert(xs, i, x):
+    sh = current()
+    at = _index(len(xs), i)
+    xs.insert(at, x)
+    sh.mark(xs)
+
+    def back(_):
+        g = _list_entry(sh, xs).pop(at)
+        del xs[at]
+        return None, None, None, g
+    return None, Effect(back)
+
+
+def _remove_at(xs, at):
+    """Remove item ``at``; the pullback puts its gradient (the result's) back in place."""
+    sh = current()
+    y = xs.pop(at)
+    sh.mark(xs)
+
+    def back(dy):
+        _list_entry(sh, xs).insert(at, dy)
+        xs.insert(at, y)
+        return None, None, None
+    return y, Effect(back)
+
+
+@rule(list.pop)
+def _pop(xs, i=-1):
+    at = i + len(xs) if i < 0 else i
+    if not 0 <= at < len(xs):
+        raise IndexError("pop from empty list" if not xs else "pop index out of range")
+    return _remove_at(xs, at)
+
+
+@rule(list.remove)
+def _remove(xs, x):
+    _, back = _remove_at(xs, xs.index(x))
+    return None, Effect(lambda dy: back(None))
+
+
+def _reorder(xs, order):
+    """Put ``xs`` in the order ``order`` (a permutation of its positions)."""
+    sh = current()
+    old = list(xs)
+    xs[:] = [old[p] for p in order]
+    sh.mark(xs)
+
+    def back(_):
+        buf = _list_entry(sh, xs)
+        moved = list(buf)
+        for j, p in enumerate(order):
+            buf[p] = moved[j]
+        xs[:] = old
+        return (None,) * 4
+    return None, Effect(back)
+
+
+@rule(list.reverse)
+def _reverse(xs):
+    return _reorder(xs, range(len(xs) - 1, -1, -1))
+
+
+@rule(list.sort)
+def _sort(xs, *, key=None, reverse=False):
+    k = (lambda i: xs[i]) if key is None else (lambda i: key(xs[i]))
+    return _reorder(xs, sorted(range(len(xs)), key=k, reverse=reverse))
+
+
+def _replace_all(obj, snapshot, refill):
+    """A change of ``obj`` whose reverse is ``refill(obj, snapshot)``; the gradient of
+    what the change removed is zero, as nothing can read it afterwards."""
+    sh = current()
+    sh.mark(obj)
+
+    def back(_):
+        sh.take(obj)
+        refill(obj, snapshot)
+        return (None,) * 4
+    return Effect(back)
+
+
+@rule(list.clear)
+def _list_clear(xs):
+    back = _replace_all(xs, list(xs), lambda o, s: o.extend(s))
+    xs.clear()
+    return None, back
+
+
+# -- dicts -----------------------------------------------------------------------
+
+def _refill(d, items):
+    d.clear()
+    d.update(items)
+
+
+def _dict_write(d, k, v):
+    sh = current()
+    old = d.get(k, _MISSING)
+    d[k] = v
+    sh.mark(d)
+
+    def back(_):
+        g = sh.entry(d, dict).pop(k, None)
+        if old is _MISSING:
+            del d[k]  # it was added last: the order is as it was
+        else:
+            d[k] = old
+        return None, None, None, g
+    return None, Effect(back)
+
+
+@rule(dict.update)
+def _update(d, *other, **kw):
+    sh = current()
+    items, new = dict(d), dict(*other, **kw)
+    d.update(new)
+    sh.mark(d)
+
+    def back(_):
+        e = sh.entry(d, dict)
+        g = {k: e.pop(k, None) for k in new}
+        _refill(d, items)
+        src = other[0] if other else None
+        dother = ({k: g[k] for k in src},) if isinstance(src, dict) else (None,) * len(other)
+        return (None, None) + dother + (({k: g[k] for k in kw},) if kw else ())
+    return None, Effect(back)
+
+
+@rule(dict.setdefault)
+def _setdefault(d, k, default=None):
+    if k in d:  # a read
+        return d[k], lambda dy: (None, {k: dy}, None, None)
+    sh = current()
+    d[k] = default
+    sh.mark(d)
+
+    def back(dy):
+        g = accum(sh.entry(d, dict).pop(k, None), dy)
+        del d[k]
+        return None, None, None, g
+    return default, Effect(back)
+
+
+@rule(dict.pop)
+def _dict_pop(d, k, *default):
+    if k not in d:
+        if not default:
+            raise KeyError(k)
+        return default[0], lambda dy: (None, None, None, dy)
+    sh = current()
+    items = dict(d)
+    y = d.pop(k)
+    sh.mark(d)
+
+    def back(dy):
+        e = sh.entry(d, dict)
+        e[k] = accum(e.get(k), dy)
+        _refill(d, items)
+        return (None,) * (3 + len(default))
+    return y, Effect(back)
+
+
+@rule(dict.clear)
+def _dict_clear(d):
+    back = _replace_all(d, dict(d), _refill)
+    d.clear()
+    return None, back
+
+
+# -- the generic operations ------------------------------------------------------
+
+@rule(op.setitem)
+def _setitem(obj, k, v):
+    if isinstance(obj, np.ndarray):
+        return _array_write(obj, k, v)
+    t = type(obj)
+    if t is list:
+        return _list_write(obj, k, v)
+    if t is dict:
+        return _dict_write(obj, k, v)
+    f = getattr(t, "__setitem__", None)
+    if type(f) is types.FunctionType:
+        return forward(f, obj, k, v)
+    return run_plain(op.setitem, (obj, k, v), {})
+
+
+@rule(op.delitem)
+def _delitem(obj, k):
+    t = type(obj)
+    if t is list and not isinstance(k, slice):
+        _, back = _remove_at(obj, k + len(obj) if k < 0 else k)
+        return None, Effect(lambda dy: back(None))
+    if t is list or t is dict:
+        back = _replace_all(obj, list(obj) if t is list else dict(obj),
+                            (lambda o, s: o.__setitem__(slice(None), s)) if t is list else _refill)
+        del obj[k]
+        return None, back
+    f = getattr(t, "__delitem__", None)
+    if type(f) is types.FunctionType:
+        return forward(f, obj, k)
+    return run_plain(op.delitem, (obj, k), {})
+
+
+def _fields(obj):
+    return getattr(obj, "__dict__", None)
+
+
+@rule(object.__setattr__)
+def _store_attr(obj, name, v):
+    """``obj.name = v``, bypassing a class's own ``__setattr__`` (as frozen dataclasses do)."""
+    sh = current()
+    fields = _fields(obj)
+    old = fields.get(name, _MISSING) if fields is not None else getattr(obj, name, _MISSING)
+    object.__setattr__(obj, name, v)
+    sh.mark(obj)
+    watch_kind(type(obj))
+
+    def back(_):
+        e = sh.grads.get(id(obj))
+        g = e.pop(name, None) if isinstance(e, dict) else None
+        if old is _MISSING:
+            object.__delattr__(obj, name)
+        else:
+            object.__setattr__(obj, name, old)
+        return None, None, None, g
+    return None, Effect(back)
+
+
+@rule(setattr)
+def _setattr(obj, name, v):
+    t = type(obj)
+    prop = getattr(t, name, None)
+    if isinstance(prop, property) and prop.fset is not None:
+        y, pb = forward(prop.fset, obj, v)
+
+        def back(dy):
+            d = pb(dy)
+            return None, d[1], None, d[2]
+        return y, Effect(back)
+    custom = t.__setattr__
+    if type(custom) is types.FunctionType:
+        return forward(custom, obj, name, v)
+    return _store_attr(obj, name, v)
+
+
+@rule(delattr)
+def _delattr(obj, name):
+    sh = current()
+    old = getattr(obj, name)
+    delattr(obj, name)
+    sh.mark(obj)
+
+    def back(_):
+        e = sh.grads.get(id(obj))
+        if isinstance(e, dict):
+            e.pop(name, None)
+        setattr(obj, name, old)
+        return None, None, None
+    return None, Effect(back)
+
+
+effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto)

@@ -1,0 +1,223 @@
+"""How pullbacks meet mutation: the runtime side of ``ops.watch``.
+
+A mutating rule (``a[i] = v``, ``xs.append(x)``, ``obj.w = v``) marks its
+object in the shadow.  From then on, ``ops.watch`` hands every pullback whose
+operands hold a mutated object to `watcher`, which wraps it in `Routed`: the
+gradients it returns for those objects go into the shadow, where the mutating
+rule's pullback finds the gradient of what it wrote.  A value of a kind that may
+be mutated later (array, list, dict, object) gets its pullback wrapped in
+`Owned`, which takes the value's shadow entry back into the SSA gradient when
+the reverse pass reaches the statement that produced it.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..ir.ops import WATCH
+from .algebra import accum, unwrap
+from .shadow import current
+
+
+class Always:
+    """A pullback that must run even when its output got no gradient: it restores
+    what a mutation overwrote, finds its gradient in the shadow, or stores into a cell."""
+
+    __slots__ = ()
+
+
+class Effect(Always):
+    """``Effect(back)``: the pullback ``back`` of a mutating rule, which accepts None."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, dy):
+        return self.fn(dy)
+
+
+class _Zeros:
+    """The result of a pullback that had nothing to do: no gradient for anything."""
+
+    def __getitem__(self, i):
+        return None
+
+    def __len__(self):
+        return 0
+
+
+ZEROS = _Zeros()
+
+
+def runs_without_gradient(pb) -> bool:
+    return isinstance(pb, Always)
+
+
+class Routed(Always):
+    """A pullback whose gradients for mutated operands go to the shadow."""
+
+    __slots__ = ("pb", "hits", "shadow")
+
+    def __init__(self, pb, hits, shadow):
+        self.pb, self.hits, self.shadow = pb, hits, shadow
+
+    def __call__(self, dy):
+        if dy is None and not isinstance(self.pb, Always):
+            return ZEROS
+        d = list(self.pb(dy))
+        for k, x in self.hits:
+            if k < len(d):
+                d[k] = self.shadow.absorb(x, d[k])
+        return tuple(d)
+
+
+class Returned(Always):
+    """The pullback of a call whose result holds mutated objects: their part of
+    the result's gradient goes to the shadow before the callee's reverse pass."""
+
+    __slots__ = ("pb", "y", "shadow")
+
+    def __init__(self, pb, y, shadow):
+        self.pb, self.y, self.shadow = pb, y, shadow
+
+    def __call__(self, dy):
+        return self.pb(self.shadow.absorb(self.y, dy))
+
+
+class Owned(Always):
+    """The pullback of a statement whose value ``y`` may be mutated later: the
+    gradient it receives is its SSA gradient plus ``y``'s shadow entry."""
+
+    __slots__ = ("pb", "ref", "shadow")
+
+    def __init__(self, pb, y, shadow):
+        # an array is held weakly: if it is gone it was never mutated (the shadow keeps those)
+        self.pb, self.shadow = pb, shadow
+        self.ref = weakref.ref(y) if isinstance(y, np.ndarray) else (lambda: y)
+
+    def __call__(self, dy):
+        y = self.ref()
+        extra = None if y is None else self.shadow.take(y)
+        if extra is not None:
+            dy = unwrap(accum(dy, extra))
+        if dy is None and not isinstance(self.pb, Always):
+            return ZEROS
+        return self.pb(dy)
+
+
+def watcher(pb, y, operands):
+    """``ops.watch``'s slow path: wrap ``pb`` as the mutations seen so far require."""
+    sh = current()
+    if sh.mutated:
+        hits = [(k, x) for k, x in enumerate(operands) if sh.holds_mutated(x)]
+        if hits:
+            pb = Routed(pb, hits, sh)
+    if type(y) in WATCH.kinds and not sh.is_mutated(y):
+        pb = Owned(pb, y, sh)
+    return pb
+
+
+def watch_kind(t):
+    """Values of type ``t`` may be mutated: their pullbacks must take their entries."""
+    WATCH.kinds.add(t)
+
+
+WATCH.watcher = watcher
+for _t in (np.ndarray, list, dict):
+    watch_kind(_t)
+
+
+# -- arrays written whole -------------------------------------------------------
+
+def array_update(a, y, pb, n, old=None):
+    """``a[...] = y`` where ``y, pb`` came from a rule (``a += b``, ``np.add(x, b, out=a)``),
+    whose pullback then gets the gradient of the written contents.  Returns ``(a, back)``;
+    ``back`` returns ``pb``'s result, or ``n`` Nones when ``a`` got no gradient."""
+    sh = current()
+    old = a.copy() if old is None else old
+    np.copyto(a, y, casting="same_kind")
+    sh.mark(a)
+
+    def back(dy):
+        sh.add(a, dy)
+        g = sh.take_at(a, ...)
+        a[...] = old
+        return pb(g) if g is not None else (None,) * n
+    return a, back
+
+
+def with_out(r, args, kw):
+    """A NumPy call ``f(*args, out=a)`` through ``f``'s rule ``r``: computed apart,
+    then written into ``a`` like ``a[...] = f(*args)``."""
+    kw = dict(kw)
+    out = kw.pop("out")
+    a = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if not isinstance(a, np.ndarray):
+        return r(*args, out=out, **kw)
+    y, pb = r(*args, **kw)
+    a, back = array_update(a, y, pb, 1 + len(args))
+    return a, Effect(back)
+
+
+# -- the top level: what the user's objects hold, and their gradients ----------
+
+def seal(sh):
+    """After the forward pass: remember what mutated objects hold now (the reverse
+    pass restores their earlier contents)."""
+    sh.final = [(o, _state(o)) for o in sh.mutated.values()]
+
+
+def reapply(sh):
+    """After a reverse pass: put back what the forward pass left in mutated objects."""
+    for o, s in sh.final or ():
+        _restore(o, s)
+    sh.grads.clear()
+
+
+def _state(o):
+    if isinstance(o, np.ndarray):
+        return o.copy()
+    if isinstance(o, list):
+        return list(o)
+    if isinstance(o, dict):
+        return dict(o)
+    return dict(vars(o)) if hasattr(o, "__dict__") else None
+
+
+def _restore(o, s):
+    if isinstance(o, np.ndarray):
+        o[...] = s
+    elif isinstance(o, list):
+        o[:] = s
+    elif isinstance(o, dict):
+        o.clear()
+        o.update(s)
+    elif s is not None:
+        vars(o).clear()
+        vars(o).update(s)
+
+
+def collect(sh, x, g, seen=None):
+    """``g`` plus what the shadow still holds for ``x`` and the objects inside it:
+    the gradient of an argument the function mutated."""
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return g
+    seen.add(id(x))
+    if isinstance(x, np.ndarray):
+        return accum(g, sh.take(x))
+    t = type(x)
+    if t is list or t is tuple:
+        g = accum(unwrap(g), sh.take(x) if t is list else None)
+        inner = [collect(sh, a, None, seen) for a in x]
+        return accum(g, t(inner)) if any(d is not None for d in inner) else g
+    if t is dict or hasattr(x, "__dict__") and not callable(x) and not isinstance(x, type):
+        fields = x if t is dict else vars(x)
+        g = accum(g, sh.take(x))
+        inner = {k: collect(sh, a, None, seen) for k, a in fields.items()}
+        inner = {k: d for k, d in inner.items() if d is not None}
+        return accum(g, inner) if inner else g
+    return g
