@@ -19,6 +19,7 @@ part of the gradient (the Zygote convention for complex numbers).
 from __future__ import annotations
 
 import builtins
+import numbers
 import operator as op
 
 import numpy as np
@@ -34,6 +35,14 @@ _TEXT = (str, bytes, bytearray)
 def _int(x) -> bool:
     t = type(x)
     return t is int or t is bool
+
+
+def _item_grad(x, d):
+    """The gradient ``d`` of the selected item ``x``: fitted to a number's or array's
+    type; a tuple, list or object (``max(pairs, key=...)``) takes ``d`` as it is."""
+    if isinstance(x, (numbers.Number, np.ndarray, np.generic)):
+        return ub(x, d)
+    return d
 
 
 def _extremum(f, better):
@@ -56,11 +65,11 @@ def _extremum(f, better):
                 best, bestk = i, k
         if best < 0:
             y = f(v, key=key, **kw)  # the default, or Python's ValueError
-            return y, lambda d: (None, None, {"default": ub(kw["default"], d)})
+            return y, lambda d: (None, None, {"default": _item_grad(kw["default"], d)})
         y = v[best]
 
         def back(d):
-            g = ub(y, d)
+            g = _item_grad(y, d)
             if g is None:
                 return (None,) * (len(args) + 1)
             if len(args) > 1:

@@ -374,18 +374,35 @@ def _setitem(obj, k, v):
 @rule(op.delitem)
 def _delitem(obj, k):
     t = type(obj)
-    if t is list and not isinstance(k, slice):
-        _, back = _remove_at(obj, k + len(obj) if k < 0 else k)
-        return None, Effect(lambda dy: back(None))
-    if t is list or t is dict:
-        back = _replace_all(obj, list(obj) if t is list else dict(obj),
-                            (lambda o, s: o.__setitem__(slice(None), s)) if t is list else _refill)
+    if t is list:
+        return None, _list_delete(obj, k)
+    if t is dict:
+        sh = current()
+        items = dict(obj)
         del obj[k]
-        return None, back
+        sh.mark(obj)
+        return None, Effect(lambda _: (_refill(obj, items), (None,) * 3)[1])
     f = getattr(t, "__delitem__", None)
     if type(f) is types.FunctionType:
         return forward(f, obj, k)
     return run_plain(op.delitem, (obj, k), {})
+
+
+def _list_delete(xs, k):
+    """``del xs[k]``: the survivors keep their gradients, moved back to their places."""
+    sh = current()
+    old = list(xs)
+    gone = set(range(len(xs))[k]) if isinstance(k, slice) else {k + len(xs) if k < 0 else k}
+    del xs[k]
+    sh.mark(xs)
+
+    def back(_):
+        buf = _list_entry(sh, xs)
+        kept = iter(list(buf))
+        buf[:] = [None if p in gone else next(kept) for p in range(len(old))]
+        xs[:] = old
+        return None, None, None
+    return Effect(back)
 
 
 def _fields(obj):
