@@ -31,6 +31,7 @@ import numpy as np
 
 from ..runtime.rules import nograd, nondifferentiable, rule
 from ._util import conj, unbroadcast as ub
+from .containers import IndexIter
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRTPI = 2.0 / math.sqrt(math.pi)
@@ -245,9 +246,13 @@ def _modf(x):
 def mirror(xs, gs):
     """The gradient of the sequence ``xs`` from its items' gradients ``gs`` (None for
     zero): a list for a list, a tuple for a tuple, an array for an array; None when
-    every item's gradient is zero or ``xs`` is another kind of iterable."""
+    every item's gradient is zero or ``xs`` is another kind of iterable.  For an
+    `IndexIter` the caller consumed to its end, the gradient of the sequence under it."""
     if all(g is None for g in gs):
         return None
+    if type(xs) is IndexIter:
+        n, start = len(xs.xs), xs.i - len(gs)
+        return mirror(xs.xs, [None] * start + list(gs) + [None] * (n - start - len(gs)))
     if isinstance(xs, list):
         return gs
     if isinstance(xs, tuple):

@@ -1,0 +1,293 @@
+"""Rules for the higher-order builtins: ``map``, ``filter``, ``sorted`` and
+``functools.partial``, and for consuming the iterators they (and generator
+expressions) return.
+
+``map(f, *xs)`` and ``filter(f, xs)`` run eagerly: every call of ``f`` happens when
+the rule runs (``map`` calls ``forward(f, ...)`` per item and keeps the pullbacks),
+and the result is an iterator over a list (`IndexIter` when the items are
+differentiable).  The gradient of such an iterator has the shape of the list under
+it, as for any `IndexIter`; ``map``'s pullback hands each item's gradient to that
+item's pullback and sums the gradients of ``f`` (a closure's captured values);
+``filter`` scatters the gradients of the kept items back to their positions.
+Eager means different from Python for infinite iterables, for side effects of ``f``
+(they all happen at once) and for errors raised by ``f`` (raised at the call of
+``map``, not at the first ``next``); ``isinstance(m, map)`` is False.
+
+``sorted(xs, key=..., reverse=...)`` permutes the gradient back (stable, as Python
+sorts); ``key`` gets no gradient.  An input of ``map``, ``filter``, ``sorted`` may be a
+list, tuple, array (gradients of the same kind), an `IndexIter` (the gradient goes to
+the sequence under it, at the positions consumed), or any other iterable (no gradient).
+
+``functools.partial(f, *args, **kw)`` made in differentiated code is a `Partial`,
+a subclass whose ``__call__`` is Python code, so calling it is differentiated like
+any method; its gradient is ``{"func": …, "args": (…), "keywords": {…}}`` (the fields
+of the object, like Zygote's gradient of ``Base.Fix1`` or JAX's ``tree_util.Partial``),
+and the rule of ``functools.partial`` hands those to ``f`` and the bound arguments.
+
+The iterators above, and the `IndexIter` of a generator expression, must keep their
+gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
+`IndexIter`, and ``sum``, ``min``, ``max``, ``math.fsum``, ``math.prod`` do through
+`math.mirror`; the rules of ``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``,
+`ops.unpack`, `ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend`
+(``[*it]``) in containers.py take it for an opaque iterable, so this module wraps
+them: a call with an `IndexIter` argument is handled here, any other goes on to the
+rule it wraps.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..ir import ops
+from ..runtime.algebra import accum, is_differentiable, unwrap
+from ..runtime.forward import _Hooks, forward
+from ..runtime.rules import RULES, rule
+from .containers import IndexIter
+from .math import mirror
+
+
+# a pullback that must run even when its output has no gradient (a transformed
+# function's: it may have stored into a cell), as the adjoint decides it
+_runs_without_gradient = _Hooks.runs_without_gradient
+
+
+def _start(xs):
+    """Where the one-shot iterable ``xs`` is before a rule consumes it."""
+    return xs.i if type(xs) is IndexIter else 0
+
+
+def grad_at(xs, at, gs):
+    """The gradient of the iterable ``xs`` whose items at positions ``at`` (in the
+    sequence under an `IndexIter`, else counted from 0) had the gradients ``gs`` (None
+    for zero) when a rule consumed them: a list, tuple or array for one, the gradient
+    of the sequence under an `IndexIter`, None for any other iterable or when every
+    ``gs`` is None."""
+    seq = xs.xs if type(xs) is IndexIter else xs
+    if not isinstance(seq, (list, tuple, np.ndarray)):
+        return None
+    full = [None] * len(seq)
+    for i, g in zip(at, gs):
+        if g is not None:
+            full[i] = accum(full[i], unwrap(g))
+    return mirror(seq, full)
+
+
+def seq_grad(xs, start, gs):
+    """`grad_at` for items consumed one after another from ``start``."""
+    return grad_at(xs, range(start, start + len(gs)), gs)
+
+
+def _zip(xs, strict=False):
+    """``list(zip(*xs, strict=strict))``, taking items as Python's zip does (one more
+    from the arguments before the first one exhausted), and for each argument the
+    positions of the items it gave (``zip(it, it)`` pairs alternate items)."""
+    its = [iter(x) for x in xs]  # iter(it) is it
+    at = [[] for _ in xs]
+    rows = []
+    while its:
+        row = []
+        for j, it in enumerate(its):
+            i = it.i if type(it) is IndexIter else len(rows)
+            try:
+                row.append(next(it))
+            except StopIteration:
+                if strict:
+                    _zip_strict_error(its, j)
+                return rows, at
+            at[j].append(i)
+        rows.append(tuple(row))
+    return rows, at
+
+
+def _zip_strict_error(its, j):
+    """Python's error when ``zip(..., strict=True)`` found argument ``j`` exhausted."""
+    if j:
+        raise ValueError(f"zip() argument {j + 1} is shorter than argument{'s 1-' if j > 1 else ' '}{j}")
+    for k, it in enumerate(its[1:], 2):
+        for _ in it:
+            raise ValueError(f"zip() argument {k} is longer than argument{'s 1-' if k > 2 else ' '}{k - 1}")
+
+
+def _result(ys):
+    """The iterator a rule returns over the list ``ys``."""
+    return IndexIter(ys) if is_differentiable(ys) else iter(ys)
+
+
+def _items_of(d, n):
+    """The item gradients of a gradient ``d`` of an iterator over ``n`` items."""
+    if d is None:
+        return [None] * n
+    return [unwrap(g) for g in d]
+
+
+@rule(map)
+def _map(f, *xss):
+    if not xss:
+        map(f)  # Python's TypeError
+    rows, at = _zip(xss)
+    ys, pbs = [], []
+    for args in rows:
+        y, pb = forward(f, *args)
+        ys.append(y)
+        pbs.append(pb)
+
+    def back(d):
+        d = _items_of(unwrap(d), len(ys))
+        df, cols = None, [[None] * len(ys) for _ in xss]
+        for i in reversed(range(len(ys))):  # in reverse, as the adjoint of a loop would
+            if d[i] is None and not _runs_without_gradient(pbs[i]):
+                continue
+            g = pbs[i](d[i])
+            df = accum(df, unwrap(g[0]))
+            for col, gi in zip(cols, g[1:]):
+                col[i] = gi
+        return (None, df) + tuple(grad_at(xs, a, col) for xs, a, col in zip(xss, at, cols))
+    return _result(ys), back
+
+
+@rule(filter)
+def _filter(f, xs):
+    start = _start(xs)
+    v = list(xs)
+    keep = [i for i, x in enumerate(v) if (x if f is None else f(x))]
+
+    def back(d):
+        g = [None] * len(v)
+        for i, gi in zip(keep, _items_of(unwrap(d), len(keep))):
+            g[i] = gi
+        return None, None, seq_grad(xs, start, g)
+    return _result([v[i] for i in keep]), back
+
+
+@rule(sorted)
+def _sorted(xs, *, key=None, reverse=False):
+    start = _start(xs)
+    v = list(xs)
+    keys = v if key is None else [key(x) for x in v]
+    order = sorted(range(len(v)), key=keys.__getitem__, reverse=reverse)
+
+    def back(d):
+        g = [None] * len(v)
+        for i, gi in zip(order, _items_of(unwrap(d), len(v))):
+            g[i] = gi
+        return None, seq_grad(xs, start, g)
+    return [v[i] for i in order], back
+
+
+# ---- functools.partial --------------------------------------------------------
+
+def call_partial(p, /, *args, **keywords):
+    """``p(*args, **keywords)`` for a partial ``p``, in Python: differentiating it gives
+    ``p`` the gradient ``{"func": …, "args": (…), "keywords": {…}}``."""
+    return p.func(*p.args, *args, **{**p.keywords, **keywords})
+
+
+class Partial(functools.partial):
+    """``functools.partial`` as made in differentiated code: the same object, but its
+    call is Python code (`call_partial`), which `forward` differentiates like any method."""
+
+    __slots__ = ()
+    __call__ = call_partial
+
+
+@rule(functools.partial)
+def _partial(f, *args, **kw):
+    y = Partial(f, *args, **kw)
+    inner = y.func is not f  # a plain partial ``f`` was flattened into ``y``
+    k = len(f.args) if inner else 0
+
+    def back(d):
+        d = unwrap(d)
+        if not isinstance(d, dict):
+            return (None, None) + (None,) * len(args) + (({},) if kw else ())
+        dfunc, dargs = unwrap(d.get("func")), unwrap(d.get("args"))
+        dkw = unwrap(d.get("keywords")) or {}
+        dargs = [None] * len(y.args) if dargs is None else list(dargs)
+        df = dfunc
+        if inner:
+            own = {n: dkw.get(n) for n in f.keywords if n not in kw}
+            df = {"func": dfunc, "args": tuple(dargs[:k]), "keywords": own}
+        out = (None, df) + tuple(dargs[k:])
+        return out + (({n: dkw.get(n) for n in kw},) if kw else ())
+    return y, back
+
+
+
+# ---- consuming an IndexIter ---------------------------------------------------
+
+def _wrap(f, handle):
+    """Make ``handle`` the rule of ``f`` for calls with an `IndexIter` argument; every
+    other call goes on to ``f``'s present rule."""
+    base = RULES[f]
+
+    def r(*args, **kw):
+        for a in args:
+            if type(a) is IndexIter:
+                return handle(base, *args, **kw)
+        return base(*args, **kw)
+    r.__name__, r.__doc__ = handle.__name__, handle.__doc__
+    rule(f)(r)
+
+
+def _materialized(base, *args, **kw):
+    """A call that consumes its iterator arguments whole: the rule for ``f`` sees a
+    tuple of the remaining items, and the gradient it gives that tuple goes to the
+    sequence under the iterator, at the positions consumed."""
+    its = [(j, a, a.i) for j, a in enumerate(args) if type(a) is IndexIter]
+    args = list(args)
+    for j, it, _ in its:
+        args[j] = tuple(it)
+    y, back = base(*args, **kw)
+
+    def pb(d):
+        g = list(back(d))
+        for j, it, start in its:
+            gj = unwrap(g[1 + j])
+            g[1 + j] = None if gj is None else seq_grad(it, start, list(gj))
+        return tuple(g)
+    return y, pb
+
+
+for _f in (list, tuple, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend):
+    _wrap(_f, _materialized)
+
+
+def _iter_of_iter(base, it, *sentinel):
+    """``iter(it) is it``: the gradient passes through."""
+    if sentinel:
+        return base(it, *sentinel)
+    return iter(it), lambda d: (None, d)
+
+
+def _zip_iters(base, *xs, strict=False):
+    """``zip`` of iterators: each argument gets the gradients of the items it gave."""
+    y, at = _zip(xs, strict)
+
+    def back(d):
+        rows = _items_of(unwrap(d), len(y))
+        cols = [[None if r is None else r[j] for r in rows] for j in range(len(xs))]
+        return (None,) + tuple(grad_at(x, a, c) for x, a, c in zip(xs, at, cols))
+    return y, back
+
+
+def _dict_of_pairs(base, it, **kw):
+    """``dict(it)`` of an iterator of key-value pairs: the last pair with a key (the one
+    that stays) gets that key's gradient, unless a keyword overrides it."""
+    start = it.i
+    pairs = [tuple(p) for p in it]
+    y = dict(pairs, **kw)
+
+    def back(d):
+        d = unwrap(d) or {}
+        gs = [None] * len(pairs)
+        for k, j in {k: j for j, (k, _) in enumerate(pairs)}.items():
+            if k not in kw and d.get(k) is not None:
+                gs[j] = (None, d[k])
+        return (None, seq_grad(it, start, gs)) + (({k: d.get(k) for k in kw},) if kw else ())
+    return y, back
+
+
+_wrap(iter, _iter_of_iter)
+_wrap(zip, _zip_iters)
+_wrap(dict, _dict_of_pairs)
