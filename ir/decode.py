@@ -7,6 +7,16 @@ their direction (``POP_JUMP_BACKWARD_IF_FALSE`` → ``POP_JUMP_IF_FALSE``), CPyt
 ``LOAD_GLOBAL f``; ``PRECALL`` dropped), and constructs the lifter cannot handle
 raise `UnsupportedError` naming the construct and the source line.
 Supporting 3.12 or 3.13 means teaching this module their opcodes.
+
+A generator expression is decoded as an eager function (a generator function is
+still refused): ``RETURN_GENERATOR`` and its ``POP_TOP`` become ``BUILD_LIST 0``,
+an accumulator that stays at the bottom of the stack; each ``YIELD_VALUE`` becomes
+``YIELD_TO_LIST`` (append to the accumulator; the yield's value is None); the final
+``LOAD_CONST None; RETURN_VALUE`` returns ``iter(accumulator)``::
+
+    (x * x for x in .0)   →   acc = []; for x in .0: acc.append(x * x); return iter(acc)
+
+so every item is computed when the expression is created, not when it is consumed.
 """
 from __future__ import annotations
 
@@ -82,16 +92,28 @@ def _strip_direction(name: str) -> str:
     return name.replace("_FORWARD", "").replace("_BACKWARD", "").replace("_NO_INTERRUPT", "")
 
 
+def is_genexpr(code) -> bool:
+    """Whether ``code`` is a generator expression's (which `decode` makes eager)."""
+    return code.co_name == "<genexpr>" and bool(code.co_flags & inspect.CO_GENERATOR)
+
+
+# a generator expression's return (stack: accumulator, None) → return iter(accumulator)
+_RETURN_ITER = [("POP_TOP", None), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", iter),
+                ("SWAP", 2), ("CALL", 1), ("RETURN_VALUE", None)]
+
+
 def decode(code) -> list:
     """The version-neutral instruction stream of ``code``."""
+    genexpr = is_genexpr(code)
     for flag, (what, opname) in _FLAGS.items():
-        if code.co_flags & flag:
+        if code.co_flags & flag and not (genexpr and flag == inspect.CO_GENERATOR):
             lines = [i.lineno for i in Bytecode.from_code(code)
                      if isinstance(i, Instr) and i.name == opname and i.lineno is not None]
             raise UnsupportedError(what, code.co_filename, min(lines, default=code.co_firstlineno),
                                    code.co_name)
     out = []
     line = code.co_firstlineno
+    pop_sent = False  # the POP_TOP after RETURN_GENERATOR, which drops the first value sent
     for ins in Bytecode.from_code(code):
         if isinstance(ins, Label):
             out.append(ins)
@@ -102,6 +124,20 @@ def decode(code) -> list:
             continue
         line = ins.lineno if ins.lineno is not None else line
         name = ins.name
+        if genexpr:
+            if name == "RETURN_GENERATOR":
+                out.append(Op("BUILD_LIST", 0, line))
+                pop_sent = True
+                continue
+            if name == "POP_TOP" and pop_sent:
+                pop_sent = False
+                continue
+            if name == "YIELD_VALUE":
+                out.append(Op("YIELD_TO_LIST", None, line))
+                continue
+            if name == "RETURN_VALUE":
+                out += [Op(n, a, line) for n, a in _RETURN_ITER]
+                continue
         if name in _UNSUPPORTED:
             raise UnsupportedError(_UNSUPPORTED[name], code.co_filename, line, code.co_name)
         if name in _DROP:

@@ -305,6 +305,13 @@ class _Lifter:
         v = stack.pop()
         stack[-arg] = self.emit(_IN_PLACE[self.op_name], stack[-arg], v)
 
+    def op_YIELD_TO_LIST(self, arg, stack, env, bb):
+        """``yield v`` of a generator expression made eager (see `decode`): ``v`` is
+        appended to the list at the bottom of the stack; the yield's value is None."""
+        v = stack.pop()
+        stack[0] = self.emit(ops.list_append, stack[0], v)
+        stack.append(None)
+
     def op_MAP_ADD(self, arg, stack, env, bb):
         v, k = stack.pop(), stack.pop()
         stack[-arg] = self.emit(ops.map_add, stack[-arg], k, v)

@@ -1,0 +1,345 @@
+"""Rules of the higher-order builtins (primitives/functional.py): map, filter, sorted,
+functools.partial, and the consumers of the iterators they return.  Every gradient
+is compared against central finite differences; functions take arrays (what the
+finite differences perturb) and make lists or tuples of them where a test needs one."""
+from __future__ import annotations
+
+import functools
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bytegrad
+from bytegrad.primitives.containers import IndexIter
+from bytegrad.primitives.functional import Partial
+from checks import arr, check_grad
+
+SETTINGS = settings(max_examples=30, deadline=None)
+
+XS = np.array([0.3, -1.2, 2.1, 0.8])
+YS = np.array([1.5, 0.4, -0.8])
+
+
+def sq(x):
+    return x * x
+
+
+# ---- map --------------------------------------------------------------------
+
+@pytest.mark.parametrize("consume", [
+    lambda it: sum(it),
+    lambda it: sum(v * k for k, v in enumerate(it)),
+    lambda it: (lambda l: l[1] * 3.0 + l[0])(list(it)),
+    lambda it: (lambda t: t[0] - t[-1] * 2.0)(tuple(it)),
+    lambda it: max(it),
+    lambda it: min(it),
+    lambda it: next(it) * 5.0 + sum(it),
+    lambda it: sum(a * b for a, b in zip(it, [1.0, 2.0, 3.0])),
+    lambda it: sorted(it)[-1] * 2.0,
+    lambda it: math.fsum(it),
+], ids=["sum", "enumerate", "list", "tuple", "max", "min", "next-then-sum", "zip", "sorted", "fsum"])
+def test_map_result_consumed(consume):
+    check_grad(lambda xs: consume(map(math.sin, xs)), XS)
+    check_grad(lambda xs: consume(map(sq, list(xs))), XS)
+    check_grad(lambda xs: consume(map(lambda x: x * x - x, tuple(xs))), XS)
+
+
+def test_map_in_a_for_loop():
+    def f(xs):
+        s = 0.0
+        for v in map(math.exp, xs):
+            s = s * 0.5 + v
+        return s
+    check_grad(f, XS)
+
+
+def test_map_with_break_then_rest():
+    def f(xs):
+        it = map(sq, xs)
+        for v in it:
+            if v > 1.0:
+                break
+        return v + 10.0 * sum(it)
+    check_grad(f, XS)
+
+
+def test_map_several_iterables_stops_at_the_shortest():
+    check_grad(lambda xs, ys: sum(map(lambda a, b: a * b + a, xs, ys)), XS, YS)
+    check_grad(lambda xs, ys: sum(map(math.atan2, list(xs), tuple(ys))), XS, YS)
+    check_grad(lambda xs, ys: sum(map(pow, xs, [2, 3, 1])) + ys[0], XS, YS)
+
+
+def test_map_closure_gets_gradient():
+    check_grad(lambda xs, w: sum(map(lambda x: x * w, xs)) * w, XS, 1.7)
+
+    def f(xs, w):
+        def g(x):
+            return x * w - x * x
+        return sum(map(g, xs))
+    check_grad(f, XS, 0.9)
+
+
+def test_map_of_methods_and_operators():
+    import operator
+    check_grad(lambda xs, ys: sum(map(operator.mul, xs, ys)), XS, YS)
+    check_grad(lambda xs: sum(map(operator.neg, map(abs, xs))), XS)
+
+
+def test_map_over_rows_of_an_array():
+    A = arr((3, 4), seed=1)
+    check_grad(lambda A: sum(map(np.sum, A)), A)
+    check_grad(lambda A, w: sum(map(lambda row: float(row @ w), A)), A, arr(4, seed=2))
+
+
+def test_map_of_map_and_of_a_generator_expression():
+    check_grad(lambda xs: sum(map(math.cos, map(sq, xs))), XS)
+    check_grad(lambda xs: sum(map(math.cos, (x * 2.0 for x in xs))), XS)
+    check_grad(lambda xs: sum(x * 3.0 for x in map(math.tanh, xs)), XS)
+
+
+def test_map_unpacked_and_splatted():
+    def f(xs):
+        a, b = zip(*map(lambda x: (x, x * x), xs))
+        return sum(a) + 10.0 * sum(b)
+    check_grad(f, XS)
+    check_grad(lambda xs: math.hypot(*map(sq, xs)), XS)
+    check_grad(lambda xs: [0.5, *map(math.sin, xs)][3] * 2.0, XS)
+
+    def g(xs):
+        p, *rest = map(math.sin, xs)
+        return p * sum(rest)
+    check_grad(g, XS)
+
+
+def test_map_of_non_differentiable_values():
+    check_grad(lambda xs: len(list(map(str, xs))) * xs[0], XS)
+    check_grad(lambda xs: float(sum(map(int, [3, 4]))) * xs[0], XS)
+    check_grad(lambda xs: sum(map(lambda x: x > 0.5, xs)) * xs[1], XS)
+
+
+def test_map_returns_an_iterator():
+    seen = []
+
+    def f(xs):
+        it = map(sq, xs)
+        seen.append(type(it))
+        assert iter(it) is it
+        return sum(it)
+    check_grad(f, XS)
+    assert seen[0] is IndexIter
+
+
+def test_map_without_iterables_raises_like_python():
+    with pytest.raises(TypeError):
+        bytegrad.gradient(lambda x: map(sq) and x, 1.0)
+
+
+# ---- filter -------------------------------------------------------------------
+
+def test_filter():
+    check_grad(lambda xs: sum(filter(lambda x: x > 0.5, xs)), XS)
+    check_grad(lambda xs: sum(v * v for v in filter(lambda x: x < 1.0, list(xs))), XS)
+    check_grad(lambda xs: sum(filter(None, (xs[0], 0.0, xs[2]))), XS)
+    check_grad(lambda xs: sorted(filter(lambda x: abs(x) > 0.5, xs))[0], XS)
+
+
+def test_filter_predicate_closure_gets_no_gradient():
+    check_grad(lambda xs, t: sum(filter(lambda x: x > t, xs)) + t, XS, 0.1)
+
+
+def test_filter_in_a_for_loop_and_list():
+    def f(xs):
+        s = 0.0
+        for v in filter(lambda x: x != xs[1], xs):
+            s = s * 2.0 + v
+        return s
+    check_grad(f, XS)
+    check_grad(lambda xs: list(filter(lambda x: x > 0.0, map(math.sin, xs)))[-1], XS)
+
+
+# ---- sorted -------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [{}, {"reverse": True}, {"key": abs}, {"key": abs, "reverse": True},
+                                {"key": lambda v: (v - 0.5) ** 2}])
+def test_sorted(kw):
+    weights = [1.0, -2.0, 3.0, 0.5]
+    check_grad(lambda xs: sum(w * v for w, v in zip(weights, sorted(xs, **kw))), XS)
+    check_grad(lambda xs: sorted(list(xs), **kw)[0] * sorted(tuple(xs), **kw)[-1], XS)
+    check_grad(lambda xs: sum(w * v for w, v in zip(weights, sorted((x * x for x in xs), **kw))), XS)
+
+
+def test_sorted_key_closure_gets_no_gradient():
+    check_grad(lambda xs, c: sorted(xs, key=lambda v: abs(v - c))[0] + c, XS, 0.6)
+
+
+def test_sorted_pairs_and_ties_are_stable():
+    def f(xs, ys):
+        pairs = sorted(zip(xs, ys), key=lambda p: p[1])
+        return sum(a * b * (i + 1) for i, (a, b) in enumerate(pairs))
+    check_grad(f, XS, YS)
+    xs = [2.0, 1.0, 2.0, 1.0]
+    g = bytegrad.gradient(lambda xs: sorted(xs)[1] + 10.0 * sorted(xs, reverse=True)[0], xs)[0]
+    order = sorted(range(4), key=xs.__getitem__)  # Python's own (stable) choice among ties
+    order_rev = sorted(range(4), key=xs.__getitem__, reverse=True)
+    want = [0.0] * 4
+    want[order[1]] += 1.0
+    want[order_rev[0]] += 10.0
+    assert [0.0 if v is None else v for v in g] == want
+
+
+def test_sorted_of_ints_carries_no_gradient():
+    check_grad(lambda d0: sum(v * i for i, v in enumerate(sorted([3, 1, 2]))) * d0, 0.5)
+
+
+# ---- min and max with key= ------------------------------------------------------
+
+def test_min_max_key_over_iterators():
+    check_grad(lambda xs: max(map(math.sin, xs), key=lambda v: -v), XS)
+    check_grad(lambda xs: min((x * 2.0 for x in xs), key=abs), XS)
+    check_grad(lambda xs, ys: max(zip(xs, ys), key=lambda p: p[1])[0], XS, YS)
+    check_grad(lambda xs: max(filter(lambda x: x < 2.0, xs), default=0.0), XS)
+
+
+def test_any_all_stay_non_differentiable():
+    def f(xs):
+        if any(map(lambda x: x > 2.0, xs)) and all(x > -5.0 for x in xs):
+            return xs[0] * 3.0
+        return xs[1]
+    check_grad(f, XS)
+
+
+# ---- functools.partial ------------------------------------------------------------
+
+def scaled(a, x, c=1.0):
+    return a * x * c + c
+
+
+def test_partial_positional_and_keywords():
+    check_grad(lambda a, x: partial(scaled, a)(x), 2.0, 3.0)
+    check_grad(lambda a, x, c: partial(scaled, a, c=c)(x), 2.0, 3.0, 0.5)
+    check_grad(lambda a, x, c: partial(scaled, x=x, a=a)(c=c), 2.0, 3.0, 0.5)
+    check_grad(lambda a, x, c: partial(scaled, a * 1.0)(x, c=c), 2.0, 3.0, 0.5)
+
+
+def test_partial_keyword_overridden_at_the_call():
+    check_grad(lambda a, x, c1, c2: partial(scaled, a, c=c1)(x, c=c2), 2.0, 3.0, 0.5, 1.5)
+
+
+def test_partial_nested_and_of_builtins():
+    check_grad(lambda a, x, c: partial(partial(scaled, a), c=c)(x), 2.0, 3.0, 0.5)
+    check_grad(lambda a, x: partial(math.pow, a)(x), 2.0, 1.3)
+    check_grad(lambda A, w: partial(np.dot, w)(A) @ np.arange(3.0), arr((2, 3), seed=3), arr(2, seed=4))
+
+
+def test_partial_of_closure_and_in_map():
+    check_grad(lambda w, x: partial(lambda a, b: a * b * w, x)(x), 2.0, 3.0)
+    check_grad(lambda a, xs: sum(map(partial(scaled, a), xs)), 0.7, XS)
+    check_grad(lambda a, xs: sum(map(partial(scaled, c=a), xs, xs)), 0.7, XS)
+
+
+def test_partial_passed_to_and_called_by_user_code():
+    def apply_twice(f, x):
+        return f(f(x))
+
+    def splat(f, args):
+        return f(*args)
+    check_grad(lambda a, x: apply_twice(partial(scaled, a), x), 0.7, 1.3)
+    check_grad(lambda a, x, y: splat(partial(scaled, a), (x, y)), 0.7, 1.3, 0.4)
+
+
+def test_partial_fields_are_read():
+    check_grad(lambda a, x: partial(scaled, a, x).args[1] * a + partial(scaled, c=x).keywords["c"], 0.7, 1.3)
+
+
+def test_partial_of_a_plain_partial_is_flattened():
+    plain = functools.partial(scaled, 2.0)
+    check_grad(lambda x, c: partial(plain, x, c=c)(), 3.0, 0.5)
+    check_grad(lambda x: partial(plain)(x) + partial(partial(plain, c=x), x)(), 3.0)
+
+
+def test_partial_made_in_differentiated_code_is_a_partial():
+    seen = []
+
+    def f(a, x):
+        p = partial(scaled, a)
+        seen.append(p)
+        return p(x)
+    check_grad(f, 2.0, 3.0)
+    p = seen[0]
+    assert isinstance(p, functools.partial) and type(p) is Partial
+    assert (p.func, p.args, p.keywords, p(4.0)) == (scaled, (2.0,), {}, scaled(2.0, 4.0))
+
+
+def test_plain_partial_called_on_differentiable_values_is_refused():
+    """A plain functools.partial (made outside differentiated code, or inside with no
+    differentiable value bound) has a C ``__call__`` that `forward` does not yet
+    differentiate: calling it on a differentiable value raises NoRuleError naming
+    it (the README's support table says so)."""
+    p = functools.partial(scaled, 2.0)
+    with pytest.raises(bytegrad.NoRuleError, match="partial"):
+        bytegrad.gradient(lambda x: p(x), 3.0)
+    with pytest.raises(bytegrad.NoRuleError, match="partial"):
+        bytegrad.gradient(lambda x: partial(scaled, 2.0)(x), 3.0)
+
+
+# ---- a property: pipelines of map/filter/sorted/generators and their consumers ----
+
+_FUNCS = [math.sin, sq, lambda x: x * 0.5 - 1.0, math.atan]
+_THRESHOLD = -0.5  # what the filter stage keeps: v > _THRESHOLD
+_CONSUMERS = [
+    sum,
+    lambda it: sum(v * (i + 1.0) for i, v in enumerate(it)),
+    lambda it: (lambda l: l[0] * 2.0 - l[-1] if l else 0.0)(list(it)),
+    lambda it: sum(a * b for a, b in zip(it, it)),
+    lambda it: max(it, default=0.0),
+]
+
+
+def _generator(g, it):
+    return (g(v) + v for v in it)  # (in a function: ``g`` must not be rebound before use)
+
+
+def _pipeline(stages, consumer):
+    def f(xs):
+        it = iter(list(xs))
+        for kind, k in stages:
+            g = _FUNCS[k]
+            if kind == "map":
+                it = map(g, it)
+            elif kind == "filter":
+                it = filter(lambda v: v > _THRESHOLD, it)
+            elif kind == "sorted":
+                it = iter(sorted(it, reverse=k % 2 == 1))
+            else:
+                it = _generator(g, it)
+        return _CONSUMERS[consumer](it)
+    return f
+
+
+def _near_a_kink(values, stages):
+    """Whether finite differences would straddle a kink: two values of some stage
+    nearly tied (sort, max), or a value near the filter's threshold."""
+    vs = list(values)
+    for kind, k in stages + [("end", 0)]:
+        if any(abs(a - b) < 1e-3 for i, a in enumerate(vs) for b in vs[i + 1:]):
+            return True
+        if any(abs(v - _THRESHOLD) < 1e-3 for v in vs):
+            return True
+        g = _FUNCS[k]
+        vs = ([g(v) for v in vs] if kind == "map" else [v for v in vs if v > _THRESHOLD]
+              if kind == "filter" else sorted(vs) if kind == "sorted" else [g(v) + v for v in vs])
+    return False
+
+
+@SETTINGS
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=6, unique=True),
+       st.lists(st.tuples(st.sampled_from(["map", "filter", "sorted", "genexpr"]),
+                          st.integers(0, len(_FUNCS) - 1)), min_size=1, max_size=3),
+       st.integers(0, len(_CONSUMERS) - 1))
+def test_pipelines_match_finite_differences(values, stages, consumer):
+    if _near_a_kink(values, stages):
+        return
+    check_grad(_pipeline(stages, consumer), np.array(values), rtol=1e-4, atol=1e-5)
