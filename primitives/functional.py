@@ -29,19 +29,22 @@ gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
 `IndexIter`, and ``sum``, ``min``, ``max``, ``math.fsum``, ``math.prod`` do through
 `math.mirror`; the rules of ``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``,
 `ops.unpack`, `ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend`
-(``[*it]``) in containers.py take it for an opaque iterable, so this module wraps
+(``[*it]``) in containers.py, and of ``list.extend`` and ``+=`` on a list in
+mutation.py and operators.py, take it for an opaque iterable, so this module wraps
 them: a call with an `IndexIter` argument is handled here, any other goes on to the
 rule it wraps.
 """
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
 from ..runtime.forward import _Hooks, forward
+from ..runtime.mutation import Effect
 from ..runtime.rules import RULES, rule
 from .containers import IndexIter
 from .math import mirror
@@ -246,11 +249,18 @@ def _materialized(base, *args, **kw):
             gj = unwrap(g[1 + j])
             g[1 + j] = None if gj is None else seq_grad(it, start, list(gj))
         return tuple(g)
-    return y, pb
+    return y, (Effect(pb) if _runs_without_gradient(back) else pb)
 
 
-for _f in (list, tuple, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend):
+def _list_iadd(base, xs, ys):
+    """``xs += it`` extends a list; for anything else, Python's TypeError stays."""
+    return _materialized(base, xs, ys) if type(xs) is list else base(xs, ys)
+
+
+for _f in (list, tuple, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
+           list.extend):
     _wrap(_f, _materialized)
+_wrap(operator.iadd, _list_iadd)
 
 
 def _iter_of_iter(base, it, *sentinel):

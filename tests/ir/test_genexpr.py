@@ -186,6 +186,20 @@ def test_unpacked_and_partly_consumed():
     check_grad(lambda xs: after_break(list(xs)), XS)  # (a list: see test_consumers)
 
 
+def test_list_extended_by_a_genexpr():
+    def extend(xs):
+        out = [1.0]
+        out.extend(math.sin(x) for x in xs)
+        return out[1] * out[-1] + sum(out)
+
+    def iadd(xs):
+        out = [2.0]
+        out += (x * x for x in xs)
+        return out[2] * out[0] + out[-1]
+    check_grad(extend, XS)
+    check_grad(lambda xs: iadd(list(xs)), XS)  # (a list: see test_consumers)
+
+
 def test_conditions_nested_loops_and_closures():
     # (lists: an array iterated with some items unused meets a bug in ops.iterate's rule)
     check_grad(lambda xs: sum(x for x in list(xs) if x > 0.5), XS)
