@@ -47,8 +47,34 @@ def _array_write(a, k, v):
     def back(_):
         g = sh.take_at(a, k)
         a[k] = old
+        if g is not None and losers is not None:
+            g[losers] = 0
         return None, None, None, None if g is None else unbroadcast(v, g)
+    losers = _overwritten(k, a.shape)
     return None, Effect(back)
+
+
+def _overwritten(k, shape):
+    """For a write at integer arrays ``k`` with repeats, the positions whose value a
+    later repeat overwrites (NumPy keeps the last); None when no position repeats."""
+    parts = k if isinstance(k, tuple) else (k,)
+    arrays = [np.asarray(i) for i in parts if isinstance(i, (list, np.ndarray))]
+    if not arrays or any(a.dtype.kind not in "iu" for a in arrays):
+        return None
+    arrays = np.broadcast_arrays(*arrays)
+    if len(arrays) == len(parts):  # one array per axis: -1 and n - 1 are the same place
+        arrays = [a % n for a, n in zip(arrays, shape)]
+    keys = np.ravel_multi_index([a.ravel() % (a.max() + 1) for a in arrays],
+                                [a.max() + 1 for a in arrays])
+    _, last = np.unique(keys[::-1], return_index=True)
+    if len(last) == len(keys):
+        return None
+    if len(arrays) != len(parts) or arrays[0].ndim != 1:
+        raise NotImplementedError("a write at repeated positions is differentiable only for "
+                                  "one-dimensional integer index arrays; write the positions once")
+    keep = np.zeros(len(keys), bool)
+    keep[len(keys) - 1 - last] = True
+    return ~keep
 
 
 def _in_place(r, a, b):

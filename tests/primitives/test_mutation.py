@@ -365,3 +365,18 @@ def test_random_list_programs(program):
                 s = s + xs[i % len(xs)] * xs[0]
         return s + sum(xs)
     check_mutating(f, 0.7, 1.2, rtol=1e-5, atol=1e-6)
+
+
+def test_repeated_indices_keep_the_last_write():
+    def f(x, v):
+        a = x * 1.0
+        a[[0, 2, -3]] = v
+        a[np.array([1, 1])] += v[:2]
+        return (a ** 2).sum()
+    check_mutating(f, arr(3), arr(3, seed=1))
+
+    def g(x, v):
+        a = np.zeros((2, 2))
+        a[[0, 0], [1, 1]] = v
+        return (a * x).sum()
+    check_mutating(g, arr((2, 2)), arr(2, seed=3))
