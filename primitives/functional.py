@@ -23,6 +23,10 @@ a subclass whose ``__call__`` is Python code, so calling it is differentiated li
 any method; its gradient is ``{"func": …, "args": (…), "keywords": {…}}`` (the fields
 of the object, like Zygote's gradient of ``Base.Fix1`` or JAX's ``tree_util.Partial``),
 and the rule of ``functools.partial`` hands those to ``f`` and the bound arguments.
+A plain partial (made outside differentiated code, or inside with no differentiable
+value bound, where the rule does not run) has a C ``__call__``: calling it on a
+differentiable value raises NoRuleError until `forward` calls partials as
+`call_partial`.
 
 The iterators above, and the `IndexIter` of a generator expression, must keep their
 gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
@@ -43,16 +47,11 @@ import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
-from ..runtime.forward import _Hooks, forward
-from ..runtime.mutation import Effect
+from ..runtime.forward import forward
+from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient
 from ..runtime.rules import RULES, rule
 from .containers import IndexIter
 from .math import mirror
-
-
-# a pullback that must run even when its output has no gradient (a transformed
-# function's: it may have stored into a cell), as the adjoint decides it
-_runs_without_gradient = _Hooks.runs_without_gradient
 
 
 def _start(xs):
@@ -214,7 +213,6 @@ def _partial(f, *args, **kw):
         out = (None, df) + tuple(dargs[k:])
         return out + (({n: dkw.get(n) for n in kw},) if kw else ())
     return y, back
-
 
 
 # ---- consuming an IndexIter ---------------------------------------------------
