@@ -139,7 +139,7 @@ def _iterate(xs, state):
     if r is None:
         return r, nograd(2)
     like = state.xs
-    return r, lambda d: (None, None, accum(d[1], OneHot(like, i, d[0])))
+    return r, lambda d: (None, None, d[1] if d[0] is None else accum(d[1], OneHot(like, i, d[0])))
 
 
 @rule(zip)
@@ -279,9 +279,21 @@ for _ctor in (list, tuple):
 
 @rule(dict)
 def _dict_ctor(*xs, **kw):
-    y = dict(*xs, **kw)
     src = xs[0] if xs else None
-    return y, lambda d: (None,) + ((dict(d) if isinstance(src, dict) else None,) if xs else ())
+    if src is not None and not isinstance(src, dict):
+        src = [tuple(p) for p in src]  # pairs: a later pair of a key overwrites an earlier one
+        last = {k: i for i, (k, _) in enumerate(src)}
+    y = dict(*(() if src is None else (src,)), **kw)
+
+    def back(d):
+        d = d or {}
+        if isinstance(src, dict):
+            dsrc = {k: d.get(k) for k in src if k not in kw}
+        elif src is not None:
+            dsrc = [(None, d.get(k) if last[k] == i and k not in kw else None)
+                    for i, (k, _) in enumerate(src)]
+        return (None,) + ((dsrc,) if xs else ()) + (({k: d.get(k) for k in kw},) if kw else ())
+    return y, back
 
 
 @rule(super)

@@ -225,12 +225,18 @@ def run_plain(f, args, kw, call=None, name=None):
     raise NoRuleError(name or f, *user_location())
 
 
-def user_location():
-    """``(file, line)`` of the innermost frame outside bytegrad's runtime and rules:
-    the user's line that is being differentiated."""
+def user_frame():
+    """The innermost frame outside bytegrad's runtime and rules: the user's code
+    being differentiated (its transformed code keeps the user's file and globals)."""
     frame = sys._getframe(1)
     while frame.f_code.co_filename.startswith(_RUNTIME_DIRS):
         frame = frame.f_back
+    return frame
+
+
+def user_location():
+    """``(file, line)`` of the user's line that is being differentiated."""
+    frame = user_frame()
     return frame.f_code.co_filename, frame.f_lineno
 
 

@@ -171,3 +171,12 @@ def test_divmod_values():
 def test_int_and_bool_are_not_differentiable():
     assert gradient(lambda x: int(x) * x, 2.7) == (2.0,)
     assert gradient(lambda x: x * bool(x) + int(3.5), 2.7) == (1.0,)
+
+
+def test_dict_from_pairs_and_keywords():
+    def f(x, y):
+        d = dict([("a", x), ("b", y * x), ("a", y)])  # the later "a" wins
+        e = dict({"a": x}, b=y * y)
+        g = dict(iter([("c", x * x)]), d=y)
+        return d["a"] * d["b"] + e["a"] * e["b"] + g["c"] * g["d"]
+    check_grad(f, 0.7, 1.3)

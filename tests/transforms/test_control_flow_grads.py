@@ -1493,3 +1493,21 @@ def test_builtins_in_control_flow():  # needs builtin rules (sum, min, max, floa
         return max(s, y) * min(float(y), 2.0 * y)
 
     check_container_grad(f, [1.0, 2.0, 3.0], 0.5)
+
+
+def test_for_loop_over_an_array_where_some_items_get_no_gradient():
+    def f(a):
+        s = 0.0
+        for v in a:
+            if v > 0:
+                s = s + v * v
+        return s
+    check_grad(f, np.array([-1.0, 2.0, 3.0, -0.5]))
+
+
+def test_closure_made_inside_reads_globals():
+    def f(x):
+        def inner(z):
+            return x * z + math.sin(x)
+        return inner(2.0)
+    check_grad(f, 1.1)
