@@ -24,9 +24,8 @@ any method; its gradient is ``{"func": …, "args": (…), "keywords": {…}}`` 
 of the object, like Zygote's gradient of ``Base.Fix1`` or JAX's ``tree_util.Partial``),
 and the rule of ``functools.partial`` hands those to ``f`` and the bound arguments.
 A plain partial (made outside differentiated code, or inside with no differentiable
-value bound, where the rule does not run) has a C ``__call__``: calling it on a
-differentiable value raises NoRuleError until `forward` calls partials as
-`call_partial`.
+value bound, where the rule does not run) has a C ``__call__``; `forward` calls it
+as `call_partial` (registered with ``called_as``), with the same gradient.
 
 The iterators above, and the `IndexIter` of a generator expression, must keep their
 gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
@@ -49,7 +48,7 @@ from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
 from ..runtime.forward import forward
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient
-from ..runtime.rules import RULES, rule
+from ..runtime.rules import RULES, called_as, rule
 from .containers import IndexIter
 from .math import mirror
 
@@ -191,6 +190,9 @@ class Partial(functools.partial):
 
     __slots__ = ()
     __call__ = call_partial
+
+
+called_as(functools.partial, call_partial)
 
 
 @rule(functools.partial)

@@ -17,7 +17,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
 from .errors import NoRuleError
-from .rules import RULES, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
+from .rules import CALLS, RULES, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
 from .shadow import current
 
 
@@ -179,6 +179,9 @@ def forward(f, *args, **kw):
         return y, _drop_callee(pb)
     if not isinstance(f, type) and type(getattr(type(f), "__call__", None)) is types.FunctionType:
         y, pb = forward(type(f).__call__, f, *args, **kw)
+        return y, _drop_callee(pb)
+    if t in CALLS:
+        y, pb = forward(CALLS[t], f, *args, **kw)
         return y, _drop_callee(pb)
     if isinstance(f, type) and _user_class(f):
         return construct(f, args, kw)

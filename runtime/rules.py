@@ -14,6 +14,7 @@ NONDIFF: set = set()
 EFFECTFUL: set = set()
 SPARSE: set = set()
 STRUCTURED: set = set()
+CALLS: dict = {}  # a C type → a Python function calling its instances (differentiated instead)
 
 
 def rule(*fs, note=None):
@@ -59,6 +60,12 @@ class Lazy:
 
     def __iter__(self):
         return (self[i] for i in range(len(self.thunks)))
+
+
+def called_as(t, call):
+    """Instances ``obj`` of the C type ``t`` are differentiated as ``call(obj, *args)``
+    (Python code doing what ``t.__call__`` does), e.g. ``functools.partial``."""
+    CALLS[t] = call
 
 
 def nondifferentiable(*fs):

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 import bytegrad
 from bytegrad.primitives.containers import IndexIter
 from bytegrad.primitives.functional import Partial
-from checks import arr, check_grad
+from checks import arr, check_grad, fd_gradient
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -273,16 +273,15 @@ def test_partial_made_in_differentiated_code_is_a_partial():
     assert (p.func, p.args, p.keywords, p(4.0)) == (scaled, (2.0,), {}, scaled(2.0, 4.0))
 
 
-def test_plain_partial_called_on_differentiable_values_is_refused():
+def test_plain_partial_called_on_differentiable_values():
     """A plain functools.partial (made outside differentiated code, or inside with no
-    differentiable value bound) has a C ``__call__`` that `forward` does not yet
-    differentiate: calling it on a differentiable value raises NoRuleError naming
-    it (the README's support table says so)."""
+    differentiable value bound) is called as `call_partial`; its gradient is the
+    dict of its fields."""
     p = functools.partial(scaled, 2.0)
-    with pytest.raises(bytegrad.NoRuleError, match="partial"):
-        bytegrad.gradient(lambda x: p(x), 3.0)
-    with pytest.raises(bytegrad.NoRuleError, match="partial"):
-        bytegrad.gradient(lambda x: partial(scaled, 2.0)(x), 3.0)
+    check_grad(lambda x: p(x), 3.0)
+    check_grad(lambda x: partial(scaled, 2.0)(x), 3.0)
+    g, = bytegrad.gradient(lambda q, x: q(x), p, 3.0)[:1]
+    assert g["args"][0] == pytest.approx(fd_gradient(lambda a: scaled(a, 3.0), (2.0,), 0))
 
 
 # ---- a property: pipelines of map/filter/sorted/generators and their consumers ----
