@@ -1,0 +1,1296 @@
+"""Realistic stateful programs: dynamic programming tables, particle simulations, a
+small model trained with its own gradients, structured arguments and results, and
+in-place mutation of arrays, lists, dicts and objects.
+
+Every gradient is compared with central finite differences taken on deep copies of
+the arguments (`check_stateful`, `check_pullback` below: they perturb one float at a
+time inside nested lists, tuples, dicts, objects and arrays), and every test of a
+mutating program asserts that after ``gradient`` the arguments hold exactly what a
+plain call ``f(*args)`` on a deep copy leaves in them.
+
+The tests named ``test_bug_*`` at the end are minimal reproducers of library bugs
+found while writing this file; they fail until the library is fixed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import types
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bytegrad
+
+
+# ---------------------------------------------------------------------------
+# finite differences inside nested structures
+# ---------------------------------------------------------------------------
+
+def _is_object(x):
+    """A user object whose fields (``vars``) are its differentiable parts."""
+    return hasattr(x, "__dict__") and not isinstance(
+        x, (type, types.FunctionType, types.MethodType, types.ModuleType, functools.partial))
+
+
+def _leaves(x, path=()):
+    """The path of every float inside ``x``; an array element's last step is its index tuple."""
+    if x is None or isinstance(x, (bool, int, np.integer, np.bool_, str)):
+        return
+    if isinstance(x, (float, np.floating)):
+        yield path
+    elif isinstance(x, np.ndarray):
+        if x.dtype.kind == "f":
+            for idx in np.ndindex(*x.shape):
+                yield path + (idx,)
+    elif isinstance(x, (list, tuple)):
+        for k, v in enumerate(x):
+            yield from _leaves(v, path + (k,))
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, path + (k,))
+    elif _is_object(x):
+        for k, v in vars(x).items():
+            yield from _leaves(v, path + (k,))
+
+
+def _bump(x, path, h):
+    """``x`` with ``h`` added to the float at ``path`` (in place where ``x`` is mutable;
+    tuples, named tuples and frozen dataclasses included)."""
+    if not path:
+        return x + h
+    k, rest = path[0], path[1:]
+    if isinstance(x, np.ndarray):
+        x[k] += h
+        return x
+    if isinstance(x, tuple):
+        items = list(x)
+        items[k] = _bump(x[k], rest, h)
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    if isinstance(x, (list, dict)):
+        x[k] = _bump(x[k], rest, h)
+        return x
+    object.__setattr__(x, k, _bump(getattr(x, k), rest, h))
+    return x
+
+
+def _grad_at(g, path):
+    """The entry of gradient ``g`` at ``path``; None and missing dict keys are zero."""
+    for k in path:
+        if g is None or (isinstance(g, dict) and k not in g):
+            return 0.0
+        g = g[k]
+    return 0.0 if g is None else g
+
+
+def _fd(phi, args, i, path, h):
+    def at(d):
+        a = list(copy.deepcopy(args))
+        a[i] = _bump(a[i], path, d)
+        return phi(*a)
+    return (at(h) - at(-h)) / (2 * h)
+
+
+def _same(a, b):
+    """Deep equality of what plain calls and gradient calls leave in their arguments."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if _is_object(a):
+        return type(a) is type(b) and _same(vars(a), vars(b))
+    return a == b
+
+
+def _compare(grads, orig, phi, rtol, atol, h):
+    assert len(grads) == len(orig)
+    for i, a in enumerate(orig):
+        if isinstance(a, (bool, int)):
+            assert grads[i] is None, f"argument {i} is an int but got gradient {grads[i]!r}"
+        if isinstance(a, (list, tuple)) and grads[i] is not None:
+            assert isinstance(grads[i], (list, tuple)) and len(grads[i]) == len(a), \
+                f"argument {i}: gradient {grads[i]!r} does not mirror {a!r}"
+        if (isinstance(a, dict) or _is_object(a)) and grads[i] is not None:
+            assert isinstance(grads[i], dict), f"argument {i}: gradient {grads[i]!r} is no dict"
+        for p in _leaves(a):
+            expected = _fd(phi, orig, i, p, h)
+            got = _grad_at(grads[i], p)
+            assert np.allclose(got, expected, rtol=rtol, atol=atol), \
+                f"argument {i} at {p}: bytegrad {got!r} vs finite differences {expected!r}"
+
+
+def check_stateful(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
+    """``gradient(f, *args)`` against finite differences in every float inside every
+    argument; the value equals a plain call's, and afterwards the arguments hold what a
+    plain call on a deep copy leaves in them.  Returns the gradients."""
+    orig = copy.deepcopy(args)
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    y, grads = bytegrad.value_and_gradient(f, *args)
+    assert np.allclose(y, y0, rtol=1e-12, atol=1e-12), (y, y0)
+    for i, (a, b) in enumerate(zip(args, plain)):
+        assert _same(a, b), f"argument {i} left as {a!r}; a plain call leaves {b!r}"
+    _compare(grads, orig, f, rtol, atol, h)
+    return grads
+
+
+def _vdot(seed, y):
+    """<seed, y> for nested outputs; None in the seed is zero."""
+    if seed is None:
+        return 0.0
+    if isinstance(y, np.ndarray):
+        return float(np.sum(seed * y))
+    if isinstance(y, (list, tuple)):
+        return sum(_vdot(s, v) for s, v in zip(seed, y))
+    if isinstance(y, dict):
+        return sum(_vdot(seed[k], y[k]) for k in seed)
+    return float(seed * y)
+
+
+def check_pullback(f, seed, *args, rtol=1e-5, atol=1e-6, h=1e-6):
+    """``pullback(f, *args)[1](seed)`` against finite differences of <seed, f(args)>;
+    the output equals a plain call's and the arguments end as a plain call leaves them,
+    also after ``back`` runs a second time."""
+    orig = copy.deepcopy(args)
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    y, back = bytegrad.pullback(f, *args)
+    assert _same(y, y0)
+    g = back(seed)
+    for a, b in zip(args, plain):
+        assert _same(a, b), f"argument left as {a!r}; a plain call leaves {b!r}"
+    _compare(g, orig, lambda *a: _vdot(seed, f(*a)), rtol, atol, h)
+    g2 = back(seed)
+    for a, b in zip(args, plain):
+        assert _same(a, b)
+    for i, a in enumerate(orig):
+        for p in _leaves(a):
+            assert np.allclose(_grad_at(g2[i], p), _grad_at(g[i], p), rtol=1e-12, atol=0)
+    return g
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------------------
+# 1. dynamic programming: a 2-D table filled in a double loop
+# ---------------------------------------------------------------------------
+
+def smooth_min(a, b, c, gamma):
+    """-gamma * log(exp(-a/gamma) + exp(-b/gamma) + exp(-c/gamma)), shifted by the min."""
+    m = min(a, b, c)
+    s = np.exp(-(a - m) / gamma) + np.exp(-(b - m) / gamma) + np.exp(-(c - m) / gamma)
+    return m - gamma * np.log(s)
+
+
+def soft_dtw(x, y, gamma):
+    n, m = len(x), len(y)
+    R = np.full((n + 1, m + 1), 1e10)  # a large finite border (inf would give 0 * inf)
+    R[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost = (x[i - 1] - y[j - 1]) ** 2
+            R[i, j] = cost + smooth_min(R[i - 1, j], R[i, j - 1], R[i - 1, j - 1], gamma)
+    return R[n, m]
+
+
+def test_soft_dtw_table():
+    x, y = rng(0).standard_normal(5), rng(1).standard_normal(4)
+    gx, gy, ggamma = check_stateful(soft_dtw, x, y, 0.5)
+    assert gx.shape == (5,) and gy.shape == (4,) and isinstance(float(ggamma), float)
+
+
+def smooth_min_vec(a, b, c, gamma):
+    v = np.array([a, b, c])
+    return -gamma * np.log(np.sum(np.exp(-v / gamma)))
+
+
+def soft_edit_distance(C, gap, gamma):
+    n, m = C.shape
+    T = np.zeros((n + 1, m + 1))
+    T[0, :] = gap * np.arange(m + 1)   # slice writes of a border
+    T[:, 0] = gap * np.arange(n + 1)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            T[i, j] = smooth_min_vec(T[i - 1, j] + gap, T[i, j - 1] + gap,
+                                     T[i - 1, j - 1] + C[i - 1, j - 1], gamma)
+    return T[n, m]
+
+
+def test_soft_edit_distance_table():
+    C = rng(2).random((4, 3))
+    gC, ggap, ggamma = check_stateful(soft_edit_distance, C, 0.7, 0.3)
+    assert gC.shape == C.shape
+
+
+def fill_given_table(T, C):
+    """The table is the caller's: it is filled in place, and its border is read."""
+    n, m = C.shape
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            T[i, j] = smooth_min_vec(T[i - 1, j] + 1.0, T[i, j - 1] + 1.0,
+                                     T[i - 1, j - 1] + C[i - 1, j - 1], 0.5)
+    return T[n, m] + 0.1 * np.sum(T ** 2)
+
+
+def test_dp_table_passed_in_is_filled_as_a_plain_call_fills_it():
+    T, C = rng(3).random((5, 4)), rng(4).random((4, 3))
+    gT, _ = check_stateful(fill_given_table, T, C)
+    assert np.all(gT[1:, 1:] == 0)  # every inner cell is overwritten before it is read
+    assert np.any(T != rng(3).random((5, 4)))  # T holds the filled table, as after a plain call
+
+
+def lcs_soft(a, b, tau):
+    """A soft longest-common-subsequence score kept in two rolling rows."""
+    prev = np.zeros(len(b) + 1)
+    cur = np.zeros(len(b) + 1)
+    for i in range(len(a)):
+        for j in range(len(b)):
+            match = np.exp(-((a[i] - b[j]) ** 2) / tau)
+            cur[j + 1] = tau * np.log(np.exp(prev[j + 1] / tau) + np.exp(cur[j] / tau)
+                                      + np.exp((prev[j] + match) / tau))
+        prev[:] = cur   # rows are swapped by copying, not rebinding
+    return prev[-1]
+
+
+def test_rolling_rows_dp():
+    check_stateful(lcs_soft, np.array([0.1, 0.9, 0.4]), np.array([0.2, 0.8, 0.5, 0.0]), 0.7)
+
+
+# ---------------------------------------------------------------------------
+# 2. a particle simulation updating positions and velocities in place
+# ---------------------------------------------------------------------------
+
+def simulate(pos, vel, k, dt=0.05, steps=6):
+    n = pos.shape[0]
+    for _ in range(steps):
+        for i in range(n):
+            vel[i] -= dt * k * pos[i]          # a spring to the origin
+            for j in range(n):
+                if j != i:                     # a soft pairwise repulsion
+                    d = pos[i] - pos[j]
+                    vel[i] += dt * 0.1 * d / (np.sum(d * d) + 0.5)
+        pos += dt * vel
+        pos[:, 0] = np.sqrt(pos[:, 0] ** 2 + 0.01)   # a smooth floor on the first coordinate
+    return np.sum(pos[:, 0] * pos[:, 1]) + 0.5 * np.sum(pos ** 2)
+
+
+def test_particle_simulation_in_place():
+    pos, vel = rng(5).standard_normal((3, 2)), rng(6).standard_normal((3, 2))
+    gpos, gvel, gk = check_stateful(simulate, pos, vel, 1.3)
+    assert gpos.shape == gvel.shape == (3, 2)
+
+
+def test_particle_simulation_leaves_the_final_state():
+    pos, vel = rng(5).standard_normal((3, 2)), rng(6).standard_normal((3, 2))
+    p2, v2 = pos.copy(), vel.copy()
+    simulate(p2, v2, 1.3)
+    bytegrad.gradient(simulate, pos, vel, 1.3)
+    assert np.array_equal(pos, p2) and np.array_equal(vel, v2)
+    assert not np.allclose(pos, rng(5).standard_normal((3, 2)))
+
+
+class Particles:
+    def __init__(self, pos, vel):
+        self.pos = pos
+        self.vel = vel
+
+    @property
+    def kinetic(self):
+        return 0.5 * np.sum(self.vel ** 2)
+
+    def step(self, dt, k):
+        self.vel -= dt * k * self.pos
+        self.pos += dt * self.vel
+
+
+def particles_energy(p, k):
+    for _ in range(4):
+        p.step(0.1, k)
+    return p.kinetic + 0.5 * k * np.sum(p.pos ** 2)
+
+
+def test_particle_object_passed_in():
+    p = Particles(np.array([[1.0, 0.0], [0.0, 0.5]]), np.array([[0.0, 1.0], [0.3, 0.0]]))
+    gp, gk = check_stateful(particles_energy, p, 1.3)
+    assert set(gp) == {"pos", "vel"}
+
+
+# ---------------------------------------------------------------------------
+# 3. a small model class trained with bytegrad's gradients
+# ---------------------------------------------------------------------------
+
+class MLP:
+    def __init__(self, params):
+        self.params = params
+
+    @property
+    def depth(self):
+        return len(self.params) // 2
+
+    @property
+    def output_layer(self):
+        last = self.depth - 1
+        return self.params["W%d" % last], self.params["b%d" % last]
+
+    def __call__(self, X):
+        h = X
+        for layer in range(self.depth - 1):
+            h = np.tanh(h @ self.params["W%d" % layer] + self.params["b%d" % layer])
+        W, b = self.output_layer
+        return h @ W + b
+
+
+def mlp_loss(params, X, Y):
+    model = MLP(params)
+    return np.mean((model(X) - Y) ** 2)
+
+
+def mlp_data():
+    r = rng(7)
+    params = {"W0": 0.5 * r.standard_normal((3, 5)), "b0": np.zeros(5),
+              "W1": 0.5 * r.standard_normal((5, 2)), "b1": np.zeros(2)}
+    X = r.standard_normal((8, 3))
+    Y = np.stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]], axis=1)
+    return params, X, Y
+
+
+def test_mlp_gradient_at_the_start():
+    params, X, Y = mlp_data()
+    gp, gX, gY = check_stateful(mlp_loss, params, X, Y)
+    assert set(gp) == set(params)
+    assert all(gp[k].shape == params[k].shape for k in params)
+
+
+def test_mlp_training_loop_lowers_the_loss():
+    params, X, Y = mlp_data()
+    losses = []
+    for _ in range(25):
+        loss, (gp, _, _) = bytegrad.value_and_gradient(mlp_loss, params, X, Y)
+        losses.append(loss)
+        for k in params:
+            params[k] -= 0.1 * gp[k]
+    assert losses[-1] < 0.6 * losses[0]
+    assert all(b < a for a, b in zip(losses, losses[1:]))
+
+
+def test_gradient_with_respect_to_the_model_object():
+    params, X, Y = mlp_data()
+    g, _, _ = check_stateful(lambda m, X, Y: np.mean((m(X) - Y) ** 2), MLP(params), X, Y)
+    assert set(g) == {"params"} and set(g["params"]) == set(params)
+
+
+class Linear:
+    def __init__(self, params):
+        self.params = params
+
+    def __call__(self, X):
+        return X @ self.params["W"] + self.params["b"]
+
+    def sgd_step(self, X, Y, lr):
+        r = self(X) - Y
+        n = X.shape[0]
+        self.params["W"] -= lr * (2.0 / n) * (X.T @ r)
+        self.params["b"] -= lr * (2.0 / n) * np.sum(r, axis=0)
+
+
+def unrolled_training(params, X, Y, lr):
+    """Three in-place SGD steps with hand-written gradients, then the loss: its
+    gradient in ``lr`` is a hypergradient."""
+    model = Linear(params)
+    for _ in range(3):
+        model.sgd_step(X, Y, lr)
+    return np.mean((model(X) - Y) ** 2)
+
+
+def test_hypergradient_through_in_place_sgd():
+    r = rng(8)
+    params = {"W": 0.3 * r.standard_normal((3, 2)), "b": np.array([0.0, 0.1])}
+    X, Y = r.standard_normal((6, 3)), r.standard_normal((6, 2))
+    gp, gX, gY, glr = check_stateful(unrolled_training, params, X, Y, 0.1)
+    assert glr < 0  # a larger step lowers this loss
+
+
+# ---------------------------------------------------------------------------
+# 4. structured arguments, intermediates and results
+# ---------------------------------------------------------------------------
+
+def dense_tanh(p, x):
+    return np.sum(np.tanh(x @ p["w"] + p["b"]))
+
+
+def test_dict_argument_gets_a_dict_gradient():
+    W, b, x = rng(9).standard_normal((3, 2)), rng(10).standard_normal(2), rng(11).standard_normal(3)
+    g = bytegrad.gradient(lambda p: dense_tanh(p, x), {"w": W, "b": b})
+    assert isinstance(g, tuple) and len(g) == 1
+    assert isinstance(g[0], dict) and set(g[0]) == {"w", "b"}
+    db = 1 - np.tanh(x @ W + b) ** 2
+    np.testing.assert_allclose(g[0]["b"], db, rtol=1e-12)
+    np.testing.assert_allclose(g[0]["w"], np.outer(x, db), rtol=1e-12)
+    check_stateful(dense_tanh, {"w": W, "b": b}, x)
+
+
+def nested_structures(cfg, pts):
+    (a, b), rest = cfg["pair"], cfg["rest"]
+    inter = {"s": a * b, "t": [p * a for p in pts]}
+    tup = (inter["s"], tuple(inter["t"]))
+    return tup[0] + sum(v ** 2 for v in tup[1]) + rest[0]["z"] * rest[1] + np.sum(cfg["arr"] ** 3)
+
+
+def test_nested_tuples_lists_dicts_as_arguments():
+    cfg = {"pair": (1.5, -0.5), "rest": [{"z": 2.0}, 0.25], "arr": np.array([0.3, -0.4])}
+    g_cfg, g_pts = check_stateful(nested_structures, cfg, [1.0, 2.0, 3.0])
+    assert isinstance(g_cfg["pair"], tuple) and isinstance(g_cfg["rest"], list)
+    assert isinstance(g_cfg["rest"][0], dict) and isinstance(g_pts, list)
+
+
+def structured_output(p, xs):
+    return {"sum": p["a"] * xs[0],
+            "pair": (xs[1] ** 2, [p["a"] + xs[0], np.sin(p["v"])])}
+
+
+def test_pullback_with_a_structured_seed():
+    p, xs = {"a": 2.0, "v": np.array([0.1, 0.2])}, [3.0, 4.0]
+    seed = {"sum": 1.0, "pair": (2.0, [3.0, np.array([1.0, -1.0])])}
+    gp, gxs = check_pullback(structured_output, seed, p, xs)
+    assert gp["a"] == pytest.approx(6.0) and gxs == pytest.approx([5.0, 16.0])
+
+
+def test_pullback_with_a_partly_empty_seed():
+    seed = {"sum": 1.0, "pair": (None, [3.0, None])}
+    check_pullback(structured_output, seed, {"a": 2.0, "v": np.array([0.1, 0.2])}, [3.0, 4.0])
+
+
+def grow_and_return(xs, s):
+    xs.append(s * s)
+    xs[0] = xs[0] * s
+    return xs
+
+
+def test_pullback_of_a_function_returning_its_mutated_argument():
+    check_pullback(grow_and_return, [1.0, 10.0, 100.0], [1.0, 2.0], 3.0)
+
+
+def scale_and_report(a, s):
+    a *= s
+    a[1] = a[0] + s
+    return {"a": a, "stats": (np.sum(a), [a[0] * 2.0])}
+
+
+def test_pullback_of_a_dict_holding_the_mutated_array():
+    seed = {"a": np.array([1.0, 1.0]), "stats": (1.0, [1.0])}
+    ga, gs = check_pullback(scale_and_report, seed, np.array([1.0, 2.0]), 3.0)
+    np.testing.assert_allclose(ga, [18.0, 0.0])
+    assert gs == pytest.approx(8.0)
+
+
+def intermediates(theta):
+    state = {"xs": [], "acc": (0.0, 0.0)}
+    for k in range(3):
+        state["xs"].append((theta[k], theta[k] ** 2))
+        s, q = state["acc"]
+        state["acc"] = (s + theta[k], q + state["xs"][-1][1])
+    s, q = state["acc"]
+    return q - s * s / 3.0
+
+
+def test_structured_intermediates():
+    check_stateful(intermediates, np.array([0.3, -1.2, 2.0]))
+    check_stateful(intermediates, [0.3, -1.2, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# 5. lists, dicts, objects, aliasing, views, masks and friends
+# ---------------------------------------------------------------------------
+
+def list_growth(xs, a):
+    ys = []
+    for x in xs:
+        ys.append(x * a)
+    ys.extend([a * a, xs[0] + 1.0])
+    ys.insert(1, a ** 3)
+    last = ys.pop()
+    first = ys.pop(0)
+    xs.append(last * first)
+    return sum(y * y for y in ys) + last * 2.0 + xs[-1]
+
+
+def test_list_append_extend_insert_pop():
+    check_stateful(list_growth, [1.0, 2.0], 0.5)
+
+
+def list_reorder(xs, s):
+    xs.sort()
+    xs.reverse()
+    xs[0] = xs[0] * s
+    del xs[1]
+    xs.remove(xs[-1])
+    xs[1:2] = [s, s * xs[0]]
+    return sum(v * (i + 1) for i, v in enumerate(xs))
+
+
+def test_list_sort_reverse_delete_remove_slice_assign():
+    check_stateful(list_reorder, [3.0, 1.0, 2.0, -1.0], 0.5)
+
+
+def list_alias_append(a, x):
+    b = a
+    b.append(x * a[0])
+    b += [a[1] * 2.0]
+    c = a + [x]
+    a[0] = c[-1] * 3.0
+    return sum(v * v for v in a) + sum(c)
+
+
+def test_list_aliases_and_in_place_concatenation():
+    check_stateful(list_alias_append, [1.0, 2.0, 3.0], 0.5)
+
+
+def nested_lists(xss, s):
+    xss[1].append(xss[0][0] * s)
+    inner = xss[0]
+    inner[1] = inner[1] * xss[1][1]
+    xss.insert(0, [s, s * s])
+    return sum(sum(x * x for x in xs) for xs in xss)
+
+
+def test_nested_list_passed_in():
+    check_stateful(nested_lists, [[1.0, 2.0], [3.0]], 0.5)
+
+
+def arrays_in_list(xs, s):
+    xs[0] += s
+    xs[1][0] = xs[0][1] * s
+    xs.append(xs[0] * xs[1])
+    return sum(np.sum(x ** 2) for x in xs)
+
+
+def test_arrays_in_a_list():
+    check_stateful(arrays_in_list, [np.array([1.0, 2.0]), np.array([3.0, -1.0])], 0.5)
+
+
+def dict_updates(d, s):
+    d["a"] = d["a"] * s
+    d.setdefault("c", s * 2.0)
+    d.setdefault("a", 100.0)   # present: a read
+    d.update({"b": d["b"] + d["c"]})
+    return d["a"] * d["b"] + d["c"]
+
+
+def test_dict_setitem_setdefault_update():
+    check_stateful(dict_updates, {"a": 1.0, "b": 2.0}, 0.3)
+
+
+def dict_pop_clear(d, s):
+    a = d.pop("a")
+    d["c"] = a * s
+    b = d.pop("missing", s)
+    total = d["c"] * b + np.sum(d["b"] ** 2)
+    d["b"][0] = total
+    snapshot = dict(d)
+    d.clear()
+    d["z"] = snapshot["c"] * 2.0
+    return total + d["z"] + np.sum(snapshot["b"])
+
+
+def test_dict_pop_and_clear():
+    check_stateful(dict_pop_clear, {"a": 1.0, "b": np.array([1.0, 2.0])}, 0.5)
+
+
+def group_by_first_letter(ws, x):
+    hist = {}
+    for k, w in ws.items():
+        hist.setdefault(k[0], []).append(w * x)
+    return sum(hist["a"]) * sum(hist["b"])
+
+
+def test_setdefault_list_append_grouping():
+    check_stateful(group_by_first_letter, {"a1": 1.0, "a2": 2.0, "b1": 3.0}, 0.5)
+
+
+def dicts_in_list(rows, s):
+    for r in rows:
+        r["w"] = r["w"] * s
+        r.setdefault("u", r["w"] ** 2)
+    rows.append({"w": rows[0]["w"] + rows[1]["u"]})
+    return sum(r["w"] * 2.0 for r in rows) + rows[1]["u"]
+
+
+def test_dicts_in_a_list_mutated():
+    check_stateful(dicts_in_list, [{"w": 1.0}, {"w": 2.0}], 0.5)
+
+
+class Box:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+def attr_writes(box, x):
+    box.b = box.b * 2.0 + x[0]
+    box.w = box.w * x
+    box.extra = box.b * 3.0          # a new attribute on the caller's object
+    return np.sum(box.w) + box.b + box.extra
+
+
+def test_attribute_writes_on_an_object_passed_in():
+    g, _ = check_stateful(attr_writes, Box(np.array([1.0, 2.0]), 0.5), np.array([0.3, -0.2]))
+    assert isinstance(g, dict)
+
+
+def attr_read_write_read(box, x):
+    u = box.w
+    s1 = np.sum(u ** 2)
+    box.w[0] = x * box.w[1]          # two reads of the same array, a write in between
+    v = box.w
+    return s1 + np.sum(v * 3.0) + u[0]
+
+
+def test_two_attribute_reads_with_a_write_in_between():
+    check_stateful(attr_read_write_read, Box(np.array([1.0, 2.0]), 0.5), 1.5)
+
+
+def alias(a, x):
+    b = a
+    b[0] = x * a[1]
+    return np.sum(a * a)
+
+
+def alias_in_list(a, x):
+    rows = [a]
+    rows[0][1] = x
+    return np.sum(a ** 3) + rows[0][0]
+
+
+def test_aliases_of_an_array():
+    check_stateful(alias, np.array([1.0, 2.0, 3.0]), 0.7)
+    check_stateful(alias_in_list, np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+def read_overwrite_read(a, x):
+    r1 = a[0] * a[1]
+    a[0] = a[0] * x
+    r2 = a[0] * a[1]
+    a[0] = r2 + x
+    return r1 + r2 + a[0] ** 2
+
+
+def test_value_read_overwritten_and_read_again():
+    ga, gx = check_stateful(read_overwrite_read, np.array([1.0, -2.0]), 0.5)
+
+
+def view_write(a, x):
+    v = a[2:]
+    v[0] = x * v[1]
+    return np.sum(a ** 2)
+
+
+def view_before_write(a, x):
+    v = a[1:]
+    a[1] = x * a[0]
+    return np.sum(v ** 2)
+
+
+def transposed_view_write(A, x):
+    At = A.T
+    At[0, 1] = x * At[2, 0]
+    return np.sum(A ** 2) + A[1, 0]
+
+
+def reshaped_views(a, x):
+    M = a.reshape(2, 3)
+    M[1, :] *= x
+    M.ravel()[0] = x
+    a.reshape(-1)[1] = x * x
+    a[...][2] = 3.0 * x
+    a[None][0, 3] = a[4] - x
+    return np.sum(a ** 3)
+
+
+def strided_write(a, x):
+    a[::2] = a[1::2] * x
+    return np.sum(a ** 3)
+
+
+def row_view_in_place(A, x):
+    row = A[1]
+    row += x * A[0]
+    return np.sum(A ** 2)
+
+
+def test_views_write_through_to_their_base():
+    check_stateful(view_write, np.array([1.0, 2.0, 3.0, 4.0]), 0.5)
+    check_stateful(view_before_write, np.array([1.0, 2.0, 3.0, 4.0]), 0.5)
+    check_stateful(transposed_view_write, np.arange(6.0).reshape(2, 3) / 3, 0.5)
+    check_stateful(reshaped_views, np.arange(6.0) / 4, 0.5)
+    check_stateful(strided_write, np.arange(6.0) / 3, 0.5)
+    check_stateful(row_view_in_place, np.arange(6.0).reshape(2, 3) / 3, np.array([0.5, 1.0, -1.0]))
+
+
+def copy_then_write(a, x):
+    b = a.copy()
+    b[0] = x                # not a's memory
+    c = np.asarray(a)
+    c[1] = x * 2.0          # a's memory
+    return np.sum(a ** 2) + np.sum(b ** 3)
+
+
+def swap(a, x):
+    a[0], a[2] = a[2] * x, a[0]
+    return np.sum(a * np.array([1.0, 2.0, 3.0]))
+
+
+def test_copies_asarray_and_swaps():
+    check_stateful(copy_then_write, np.array([3.0, 1.0, 2.0]), 0.5)
+    check_stateful(swap, np.array([3.0, 1.0, 2.0]), 0.5)
+
+
+def mask_assign(a, v):
+    m = a < 0
+    a[m] = v * a[m]
+    return np.sum(a ** 3)
+
+
+def index_add_distinct(a, v):
+    idx = np.array([2, 0])
+    a[idx] += v
+    return np.sum(a ** 3)
+
+
+def test_mask_assignment_and_index_add():
+    check_stateful(mask_assign, np.array([1.0, -2.0, 3.0, -4.0]), np.array([0.5, 0.25]))
+    check_stateful(index_add_distinct, np.array([1.0, -2.0, 3.0]), np.array([0.5, 0.25]))
+
+
+def copyto_where(a, v):
+    np.copyto(a, v * 2.0, where=np.array([True, False, True]))
+    return np.sum(a ** 3)
+
+
+def copyto_and_fill(a, x):
+    b = np.zeros(3)
+    np.copyto(b, a * x)
+    s = np.sum(b ** 2)
+    b.fill(x)
+    np.copyto(a, b + a)
+    return s + np.sum(a ** 3) + np.sum(b)
+
+
+def fill_after_read(a, x):
+    s = np.sum(a ** 2)
+    a.fill(x)
+    return s + np.sum(a * np.array([1.0, 2.0, 3.0]))
+
+
+def test_copyto_and_fill():
+    check_stateful(copyto_where, np.array([1.0, -2.0, 3.0]), np.array([0.5, 0.25, 2.0]))
+    check_stateful(copyto_and_fill, np.array([0.5, -1.0, 2.0]), 0.3)
+    check_stateful(fill_after_read, np.array([1.0, -2.0, 3.0]), 0.3)
+
+
+def out_into_argument(a, v):
+    np.multiply(a, v, out=a)
+    np.add(a, 1.0, out=a)
+    return np.sum(a ** 2) + a[1]
+
+
+def out_into_fresh_buffers(x):
+    buf = np.empty(3)
+    np.exp(x, out=buf)
+    np.multiply(buf, x, out=buf)
+    acc = np.zeros(3)
+    np.add(acc, buf, out=acc)
+    np.add(acc, np.sin(x), out=acc)
+    return np.sum(acc * buf)
+
+
+def test_out_keyword():
+    check_stateful(out_into_argument, np.array([1.0, -2.0, 3.0]), np.array([0.5, 0.25, 2.0]))
+    check_stateful(out_into_fresh_buffers, np.array([0.5, -1.0, 2.0]))
+
+
+def float32_in_place(a, x):
+    a *= x
+    a[0] = a[1] + x
+    return np.sum(a ** 2)
+
+
+def test_float32_array_mutated_keeps_its_dtype():
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    # the loss is quadratic, so a large step makes central differences exact
+    ga, gx = check_stateful(float32_in_place, a, np.float32(0.5), rtol=1e-5, atol=1e-5, h=0.25)
+    assert ga.dtype == np.float32 and a.dtype == np.float32
+
+
+def newton_in_place(a, c):
+    """Solve z**3 + z = c * a elementwise, updating z in place, with a data-dependent stop."""
+    z = np.zeros_like(a)
+    it = 0
+    while it < 50:
+        r = z ** 3 + z - c * a
+        if np.max(np.abs(r)) < 1e-12:
+            break
+        z -= r / (3 * z ** 2 + 1)
+        it += 1
+    return np.sum(z ** 2)
+
+
+def test_while_loop_with_in_place_newton_updates():
+    check_stateful(newton_in_place, np.array([3.0, 1.0, 2.0]), 0.5, rtol=1e-4)
+
+
+@dataclasses.dataclass
+class State:
+    x: float
+    v: np.ndarray
+    n: int = 0
+
+    def step(self, dt):
+        self.v = self.v - dt * self.x
+        self.x = self.x + dt * np.sum(self.v)
+        self.n += 1
+
+
+def dataclass_mutated(s, dt):
+    for _ in range(3):
+        s.step(dt)
+    return s.x ** 2 + np.sum(s.v ** 2)
+
+
+def dataclass_built(x, v):
+    s = State(x, v)
+    s.step(0.2)
+    return s.x * np.sum(s.v)
+
+
+def test_dataclass_passed_in_and_built_inside():
+    g, _ = check_stateful(dataclass_mutated, State(0.5, np.array([1.0, -0.5])), 0.1)
+    assert set(g) <= {"x", "v", "n"} and g.get("n") is None
+    check_stateful(dataclass_built, 0.5, np.array([1.0, -0.5]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    a: float
+    b: np.ndarray
+
+    def scaled(self, k):            # replace-style code: a new instance, positionally
+        return Frozen(self.a * k, self.b)
+
+    def shifted(self, d):
+        return Frozen(self.a, self.b + d)
+
+
+def frozen_pipeline(p, k):
+    q = p.scaled(k).shifted(p.a)
+    r = q.scaled(q.a)
+    return r.a * np.sum(r.b ** 2)
+
+
+def test_frozen_dataclass_with_replace_style_methods():
+    check_stateful(frozen_pipeline, Frozen(1.5, np.array([0.5, 2.0])), 0.3)
+
+
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    a: float
+    b: float
+
+
+def slotted(x, y):
+    s = Slotted(x, y)
+    s.b = s.a * s.b
+    return s.a + s.b ** 2
+
+
+def test_slots_dataclass_built_inside():
+    check_stateful(slotted, 1.5, 2.0)
+
+
+class Point(NamedTuple):
+    x: float
+    y: float
+
+    def norm2(self):
+        return self.x ** 2 + self.y ** 2
+
+
+def named_tuples(p, s):
+    q = Point(p.x * s, p.y)
+    r = Point(q.y, q.x + p.y)
+    return q.norm2() + r.x * r.y + p[0]
+
+
+def test_named_tuple_argument_and_construction():
+    g, _ = check_stateful(named_tuples, Point(1.0, 2.0), 0.5)
+    assert isinstance(g, tuple) and len(g) == 2
+
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return self.w * x
+
+    @staticmethod
+    def act(z):
+        return np.tanh(z)
+
+    @classmethod
+    def like(cls, other, scale):
+        return cls(other.w * scale)
+
+
+class ScaledLayer(Layer):
+    def __init__(self, w, s):
+        super().__init__(w)
+        self.s = s
+
+    def __call__(self, x):
+        return self.s * self.act(super().__call__(x))
+
+    @classmethod
+    def unit(cls, w):
+        return cls(w, 1.0)
+
+
+def inheritance(w, s, x):
+    layer = ScaledLayer(w, s)
+    other = Layer.like(layer, 0.5)
+    unit = ScaledLayer.unit(w * s)
+    return np.sum(layer(x) + Layer.act(other.w) + unit(x))
+
+
+def test_inheritance_super_staticmethod_classmethod():
+    check_stateful(inheritance, np.array([0.3, -0.7]), 1.5, np.array([1.0, 2.0]))
+
+
+class Temperature:
+    def __init__(self, c):
+        self._c = c
+
+    @property
+    def kelvin(self):
+        return self._c + 273.15
+
+    @kelvin.setter
+    def kelvin(self, k):
+        self._c = k - 273.15
+
+
+def property_setter(t, x):
+    t.kelvin = t.kelvin * x
+    return t._c ** 2 * 1e-4
+
+
+def test_property_setter_on_an_object_passed_in():
+    check_stateful(property_setter, Temperature(20.0), 1.5)
+
+
+class Logger:
+    def __init__(self):
+        self.history = []
+        self.t = 0.0
+
+    def log(self, v, dt):
+        self.history.append(v)
+        self.t += dt
+
+
+def logged_descent(x, dt):
+    lg = Logger()
+    for _ in range(4):
+        x = x - dt * np.sin(x)
+        lg.log(np.sum(x ** 2), dt)
+    return sum(lg.history) * lg.t
+
+
+def test_object_with_a_growing_history_list():
+    check_stateful(logged_descent, np.array([0.3, -0.2]), 0.1)
+
+
+def scaled_square(k, x):
+    return k * x * x
+
+
+def partials(k, x):
+    p = functools.partial(scaled_square, k)
+    return p(x) + functools.partial(scaled_square, x=x)(k)
+
+
+def push_scaled(buf, v, k):
+    buf.append(v * k)
+
+
+def partial_that_mutates(xs, k):
+    push = functools.partial(push_scaled, xs)
+    push(xs[0], k)
+    push(xs[-1], k)
+    return sum(v * v for v in xs)
+
+
+def test_functools_partial_of_user_functions():
+    check_stateful(partials, 2.0, 3.0)
+
+
+def repeated_index_writes(a, v):
+    a[[0, 2, 0]] = v               # NumPy keeps the last write of a position
+    a[np.array([1, 1])] += v[:2]   # a[1] = a[1] + v[1]
+    return np.sum(a ** 3)
+
+
+def test_writes_at_repeated_integer_indices():
+    ga, gv = check_stateful(repeated_index_writes, np.array([1.0, -2.0, 3.0]),
+                            np.array([0.5, 0.25, 2.0]))
+    assert gv[0] == 0 and ga[0] == 0 and ga[2] == 0
+
+
+_K = 2.0
+
+
+def test_closure_made_inside_reads_globals():
+    def f(x):
+        def inner():
+            return _K * x
+        return inner()
+    assert bytegrad.gradient(f, 1.0) == (2.0,)
+
+
+def test_comprehension_capturing_a_local_reads_globals():
+    def f(x):
+        n = 2
+        return x * sum([_K * n for _ in range(2)])
+    assert bytegrad.gradient(f, 1.0) == (8.0,)
+
+
+def test_in_place_sort_of_an_array_is_refused_clearly():
+    def f(a):
+        a.sort()
+        return a[0]
+    with pytest.raises(NotImplementedError, match="np.sort"):
+        bytegrad.gradient(f, np.array([3.0, 1.0]))
+
+
+# ---------------------------------------------------------------------------
+# property tests: random sequences of writes and reads
+# ---------------------------------------------------------------------------
+
+N = 5
+
+
+def run_array_program(a, x, prog):
+    acc = 0.0
+    for op, i, j in prog:
+        if op == 0:
+            a[i] = np.tanh(a[j] * x + 0.1 * i)
+        elif op == 1:
+            a[i] += a[j] * x
+        elif op == 2:
+            acc = acc + np.sin(a[i]) * a[j]
+        elif op == 3:
+            v = a[i:]
+            v[0] = v[-1] * x
+        elif op == 4:
+            a[i:j + 1] *= 0.9
+        elif op == 5:
+            m = (np.arange(N) + i) % (j + 2) == 0
+            a[m] = a[m] * x
+        elif op == 6:
+            idx = np.array([i, j])
+            acc = acc + np.sum(a[idx] ** 2)
+        elif op == 7:
+            a[[i]] = a[j] - x
+        else:                       # repeated indices: the last write of a position wins
+            a[[i, j, i]] = a[[j, i, j]] * x + 0.1
+    return acc + np.sum(np.cos(a))
+
+
+_array_ops = st.tuples(st.integers(0, 8), st.integers(0, N - 1), st.integers(0, N - 1))
+
+
+@settings(max_examples=40)
+@given(st.lists(_array_ops, min_size=1, max_size=8), st.floats(-1.5, 1.5))
+def test_random_array_write_read_programs(prog, x):
+    a = np.linspace(-1.0, 1.2, N) + 0.05 * np.arange(N) ** 2
+    check_stateful(run_array_program, a, x, tuple(prog), rtol=1e-4, atol=1e-5)
+
+
+def run_list_program(xs, x, prog):
+    acc = 0.0
+    for op, k in prog:
+        n = len(xs)
+        if op == 0:
+            xs.append(xs[k % n] * x)
+        elif op == 1 and n > 1:
+            acc = acc + xs.pop(k % n) * x
+        elif op == 2:
+            xs.insert(k % (n + 1), math.sin(xs[k % n]))
+        elif op == 3:
+            xs.extend([x, xs[k % n] ** 2])
+        elif op == 4:
+            xs[k % n] = xs[(k + 1) % n] * x + 0.5
+        elif op == 5:
+            acc = acc + xs[k % n] * xs[-1]
+        elif op == 6:
+            xs.reverse()
+        else:
+            xs[k % n] += x
+    return acc + sum(math.tanh(v) for v in xs)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 6)), min_size=1, max_size=10),
+       st.floats(-1.5, 1.5))
+def test_random_list_operation_programs(prog, x):
+    check_stateful(run_list_program, [0.3, -0.7, 1.1], x, tuple(prog), rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# library bugs: minimal reproducers (these fail until the library is fixed)
+# ---------------------------------------------------------------------------
+
+class _C:
+    def __init__(self, a):
+        self.a = a
+
+
+def test_bug_class_called_with_star_args_loses_the_gradient():
+    assert bytegrad.gradient(lambda x: _C(*(x,)).a, 3.0) == (1.0,)       # bytegrad: (None,)
+
+
+def test_bug_class_called_with_star_star_kwargs_loses_the_gradient():
+    assert bytegrad.gradient(lambda x: _C(**{"a": x}).a, 3.0) == (1.0,)  # bytegrad: (None,)
+
+
+def _kw_write_then_read(**kw):
+    kw["y"] = 2.0
+    return kw["x"]
+
+
+def test_bug_mutating_the_kwargs_dict_loses_its_gradients():
+    assert bytegrad.gradient(lambda a: _kw_write_then_read(x=a), 3.0) == (1.0,)  # bytegrad: (None,)
+
+
+def test_bug_dataclasses_replace_loses_the_gradient():
+    # dataclasses.replace fills the **changes dict and calls obj.__class__(**changes)
+    def f(p, k):
+        return dataclasses.replace(p, a=p.a * k).a * np.sum(p.b)
+    # expected ({'a': 0.75, 'b': [0.45, 0.45]}, 3.75); bytegrad: ({'b': array([0.45, 0.45])}, None)
+    check_stateful(f, Frozen(1.5, np.array([0.5, 2.0])), 0.3)
+
+
+def test_bug_namedtuple_replace_loses_the_gradient():
+    # Point._replace pops from its **kwds dict
+    def f(p, s):
+        return p._replace(x=p.x * s).x
+    # expected ((0.5, None), 1.0); bytegrad: (None, None)
+    check_stateful(f, Point(1.0, 2.0), 0.5)
+
+
+def test_bug_write_through_an_item_of_a_local_nested_list_is_lost():
+    def f(x):
+        R = [[0.0, 0.0]]
+        R[0][0] = x
+        return R[0][0]
+    assert bytegrad.gradient(f, 1.0) == (1.0,)   # bytegrad: (None,)
+
+
+def test_bug_write_through_a_chained_index_of_a_local_array_is_lost():
+    def f(x):
+        a = np.zeros((2, 2))
+        a[1][0] = x
+        return np.sum(a)
+    assert bytegrad.gradient(f, 1.0) == (1.0,)   # bytegrad: (None,)
+
+
+def test_bug_write_through_a_view_of_a_local_buffer_is_lost():
+    def f(x):
+        a = np.zeros(4)
+        v = a[2:]
+        v[0] = x
+        return a[2]
+    assert bytegrad.gradient(f, 1.0) == (1.0,)   # bytegrad: (None,)
+
+
+class _Buffered:
+    def __init__(self):
+        self.buf = np.zeros(2)
+
+
+def test_bug_write_into_an_attribute_array_of_a_local_object_is_lost():
+    def f(x):
+        b = _Buffered()
+        b.buf[0] = x
+        return b.buf[0]
+    assert bytegrad.gradient(f, 1.0) == (1.0,)   # bytegrad: (None,)
+
+
+def soft_dtw_list_of_lists(x, y, gamma):
+    n, m = len(x), len(y)
+    R = []
+    for _ in range(n + 1):
+        R.append([1e10] * (m + 1))
+    R[0][0] = 0.0
+    for i in range(1, n + 1):
+        row, prev = R[i], R[i - 1]
+        for j in range(1, m + 1):
+            row[j] = (x[i - 1] - y[j - 1]) ** 2 + smooth_min(prev[j], row[j - 1], prev[j - 1], gamma)
+    return R[n][m]
+
+
+def test_bug_dp_table_as_a_list_of_lists():
+    # the same bug in a realistic program: rows read as R[i - 1] after writes through R[i]
+    check_stateful(soft_dtw_list_of_lists, np.array([0.1, 0.5, -0.2]),
+                   np.array([0.0, 0.4, 0.3, -0.1]), 0.7)   # bytegrad: (None, None, None)
+
+
+class _Acc:
+    def __init__(self, v):
+        self.v = v
+
+    def __iadd__(self, other):
+        self.v = self.v + other
+        return self
+
+
+def test_bug_user_defined_iadd_is_not_called():
+    def f(x):
+        acc = _Acc(1.0)
+        acc += x
+        return acc.v
+    assert f(2.0) == 3.0
+    # TypeError: unsupported operand type(s) for +: '_Acc' and 'float'
+    assert bytegrad.gradient(f, 2.0) == (1.0,)
+
+
+def test_bug_dict_get_has_no_rule():
+    def f(ws, x):
+        acc = {}
+        for k, w in ws.items():
+            acc[k[0]] = acc.get(k[0], 0.0) + w * x
+        return acc["a"] * acc["b"]
+    # NoRuleError: dict.get has no differentiation rule
+    check_stateful(f, {"a1": 1.0, "a2": 2.0, "b1": 3.0}, 0.5)
+
+
+def test_bug_partial_binding_a_list_it_appends_to():
+    # the gradient has the grown list's length and misses the appended value's path
+    check_stateful(partial_that_mutates, [1.0, -2.0], 0.5)   # bytegrad: [2.0, -4.0, 1.0, 0.5]
+
+
+def test_bug_partial_of_copyto_binding_the_destination():
+    def f(a):
+        p = functools.partial(np.copyto, a)
+        p(a[::-1] * 2.0)
+        return a[0]
+    ga, = bytegrad.gradient(f, np.array([1.0, 3.0]))
+    np.testing.assert_array_equal(ga, [0.0, 2.0])   # bytegrad: [1., 0.]
