@@ -13,6 +13,7 @@ import numpy as np
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.forward import forward, run_plain
+from ..runtime.mutation import wrapping
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
@@ -169,6 +170,13 @@ def _items(d):
     return list(d.items()), lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
 
 
+@rule(dict.get)
+def _get(d, k, default=None):
+    if k in d:
+        return d[k], lambda g: (None, {k: g}, None, None)
+    return default, lambda g: (None, None, None, g)
+
+
 @rule(dict.values)
 def _values(d):
     keys = list(d)
@@ -203,7 +211,7 @@ def _apply(f, args, kwargs=None):
         n = len(args)
         dargs = _like(args, g[1:1 + n]) if not isinstance(args, np.ndarray) else g[1:1 + n]
         return (None, g[0], dargs) + ((g[1 + n] if len(g) > 1 + n else None,) if kwargs else (None,))
-    return y, back
+    return y, wrapping(pb, back)
 
 
 @rule(getattr)
@@ -221,7 +229,7 @@ def _getattr(x, name, *default):
     prop = getattr(type(x), name, None)
     if isinstance(prop, property):
         y, pb = forward(prop.fget, x)
-        return y, lambda d: (None, pb(d)[1], None)
+        return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
     if name == "T":

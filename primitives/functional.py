@@ -47,7 +47,7 @@ import numpy as np
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
 from ..runtime.forward import forward
-from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient
+from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
 from .containers import IndexIter
 from .math import mirror
@@ -144,7 +144,7 @@ def _map(f, *xss):
             for col, gi in zip(cols, g[1:]):
                 col[i] = gi
         return (None, df) + tuple(grad_at(xs, a, col) for xs, a, col in zip(xss, at, cols))
-    return _result(ys), back
+    return _result(ys), (Effect(back) if any(map(_runs_without_gradient, pbs)) else back)
 
 
 @rule(filter)
@@ -249,7 +249,7 @@ def _materialized(base, *args, **kw):
             gj = unwrap(g[1 + j])
             g[1 + j] = None if gj is None else seq_grad(it, start, list(gj))
         return tuple(g)
-    return y, (Effect(pb) if _runs_without_gradient(back) else pb)
+    return y, wrapping(back, pb)
 
 
 def _list_iadd(base, xs, ys):

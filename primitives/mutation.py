@@ -102,7 +102,12 @@ def in_place(r, symbol):
         if type(a) is list:
             raise NotImplementedError(f"in-place `{symbol}=` on a list is not differentiable; "
                                       f"write `xs = xs {symbol} n`")
+        own = getattr(type(a), name, None)
+        if type(own) is types.FunctionType:  # a class's own in-place operator
+            return forward(own, a, b)
         return r(a, b)
+    name = {"+": "__iadd__", "-": "__isub__", "*": "__imul__", "/": "__itruediv__", "%": "__imod__",
+            "**": "__ipow__", "@": "__imatmul__"}[symbol]
     return rule_
 
 

@@ -109,14 +109,15 @@ def _bind(f, args, kw):
     positional = [p.name for p in ps if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
     with_default = positional[len(positional) - len(f.__defaults__ or ()):]
     npos = len(args)
+    sh = current()
 
     def unbind(g):
         flat, kwg, dflt = [], {}, {}
         for p, d, value in zip(ps, g[1:], params):
             if p.kind is P.VAR_POSITIONAL:
                 flat += list(d) if d is not None else [None] * len(value)
-            elif p.kind is P.VAR_KEYWORD:
-                kwg.update(d or {})
+            elif p.kind is P.VAR_KEYWORD:  # made here: what the callee stored in it is ours
+                kwg.update(algebra.accum(d, sh.take(value)) or {})
             elif p.name not in given:
                 dflt[p.name] = d
             elif p.name in kw:
@@ -149,8 +150,7 @@ def call_function(f, args, kw, wrt=None):
 
 def _drop_callee(pb):
     """For ``obj.m(x)`` run as ``C.m(obj, x)``: the gradient of ``obj`` is the method's."""
-    back = lambda dy: pb(dy)[1:]
-    return mutation.Effect(back) if isinstance(pb, mutation.Always) else back
+    return mutation.wrapping(pb, lambda dy: pb(dy)[1:])
 
 
 def forward(f, *args, **kw):

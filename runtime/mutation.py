@@ -39,6 +39,12 @@ class Effect(Always):
         return self.fn(dy)
 
 
+def wrapping(inner, back):
+    """``back``, a pullback that calls ``inner``: made to run without a gradient when
+    ``inner`` must."""
+    return Effect(back) if isinstance(inner, Always) else back
+
+
 class _Zeros:
     """The result of a pullback that had nothing to do: no gradient for anything."""
 

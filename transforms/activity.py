@@ -16,6 +16,8 @@ operands are hazards too.  Inactive statements stay plain calls in the forward I
 """
 from __future__ import annotations
 
+import operator
+
 from ..ir import Global, Var
 
 
@@ -29,7 +31,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None) -> set:
     active = set(args if wrt is None else (args[i] for i in wrt))
     owner = {v: (st.args[0],) for _, v, st in ir.statements()  # a method's object
              if st.fn is getattr and isinstance(st.args[0], Var)}
-    hazard = set()  # may be mutated by an active call: its uses are active, its value is not
+    hazard = _Hazards(ir, owner)  # may be mutated by an active call: its uses are active, its value is not
     changed = True
     while changed:
         changed = False
@@ -41,13 +43,13 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None) -> set:
                 xs = [x for x in st.operands() if isinstance(x, Var)]
                 if const and effectful(st.fn):  # the object may receive a gradient later
                     active.add(v)
-                    hazard.update(xs)
+                    hazard.spread(xs)
                     changed = True
                 elif any(x in active or x in hazard for x in xs):
                     active.add(v)
                     if isinstance(st.fn, (Var, Global)):  # it may store an active value into any operand
-                        hazard.update(xs)
-                        hazard.update(owner.get(st.fn, ()))
+                        hazard.spread(xs)
+                        hazard.spread(owner.get(st.fn, ()))
                     changed = True
             for br in blk.branches:
                 if br.kind != "br":
@@ -58,3 +60,34 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None) -> set:
                         changed = True
     return active
 
+
+_PARTS = (operator.getitem, getattr)
+
+
+class _Hazards(set):
+    """Variables whose object may be changed in place.  A change through a part
+    (``R[0][1] = x``, ``v = a[2:]; v[0] = x``, ``b.buf[0] = x``, ``a.reshape(4)[0] = x``)
+    may change the whole, so what a hazard was read from (an item, an attribute, a
+    method's object) is a hazard too, and so is what the edges into a block pass to
+    a hazard block argument."""
+
+    def __init__(self, ir, owner):
+        super().__init__()
+        self.sources = {}
+        for _, v, st in ir.statements():  # what a part, a view or a method's result comes from
+            xs = st.args[:1] if st.fn in _PARTS else owner.get(st.fn, ())
+            self.sources[v] = [x for x in xs if isinstance(x, Var)]
+        for blk in ir.blocks:
+            for br in blk.branches:
+                if br.kind == "br":
+                    for p, a in zip(ir.blocks[br.target].args, br.args):
+                        if isinstance(a, Var):
+                            self.sources.setdefault(p, []).append(a)
+
+    def spread(self, xs):
+        todo = [x for x in xs if x not in self]
+        while todo:
+            x = todo.pop()
+            if x not in self:
+                self.add(x)
+                todo.extend(y for y in self.sources.get(x, ()) if y not in self)
