@@ -1,6 +1,9 @@
 """Shared checks: gradients against central finite differences."""
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 
 import bytegrad
@@ -58,3 +61,18 @@ def arr(shape, dtype=np.float64, seed=0):
     if np.dtype(dtype).kind == "c":
         a = a + 1j * rng.standard_normal(shape)
     return a.astype(dtype)
+
+
+def same_contents(a, b) -> bool:
+    """Deep equality of what two calls leave in their arguments: arrays (dtype and
+    values), lists, tuples, dicts (keys in order) and user objects (their fields)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same_contents, a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(same_contents(a[k], b[k]) for k in a)
+    if hasattr(a, "__dict__") and not isinstance(a, (type, types.FunctionType, types.MethodType,
+                                                     types.ModuleType, functools.partial)):
+        return type(a) is type(b) and same_contents(vars(a), vars(b))
+    return a == b

@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytegrad
+from checks import same_contents
 
 
 # ---------------------------------------------------------------------------
@@ -96,19 +97,6 @@ def _fd(phi, args, i, path, h):
     return (at(h) - at(-h)) / (2 * h)
 
 
-def _same(a, b):
-    """Deep equality of what plain calls and gradient calls leave in their arguments."""
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, dict):
-        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if _is_object(a):
-        return type(a) is type(b) and _same(vars(a), vars(b))
-    return a == b
-
-
 def _compare(grads, orig, phi, rtol, atol, h):
     assert len(grads) == len(orig)
     for i, a in enumerate(orig):
@@ -136,7 +124,7 @@ def check_stateful(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
     y, grads = bytegrad.value_and_gradient(f, *args)
     assert np.allclose(y, y0, rtol=1e-12, atol=1e-12), (y, y0)
     for i, (a, b) in enumerate(zip(args, plain)):
-        assert _same(a, b), f"argument {i} left as {a!r}; a plain call leaves {b!r}"
+        assert same_contents(a, b), f"argument {i} left as {a!r}; a plain call leaves {b!r}"
     _compare(grads, orig, f, rtol, atol, h)
     return grads
 
@@ -162,14 +150,14 @@ def check_pullback(f, seed, *args, rtol=1e-5, atol=1e-6, h=1e-6):
     plain = copy.deepcopy(args)
     y0 = f(*plain)
     y, back = bytegrad.pullback(f, *args)
-    assert _same(y, y0)
+    assert same_contents(y, y0)
     g = back(seed)
     for a, b in zip(args, plain):
-        assert _same(a, b), f"argument left as {a!r}; a plain call leaves {b!r}"
+        assert same_contents(a, b), f"argument left as {a!r}; a plain call leaves {b!r}"
     _compare(g, orig, lambda *a: _vdot(seed, f(*a)), rtol, atol, h)
     g2 = back(seed)
     for a, b in zip(args, plain):
-        assert _same(a, b)
+        assert same_contents(a, b)
     for i, a in enumerate(orig):
         for p in _leaves(a):
             assert np.allclose(_grad_at(g2[i], p), _grad_at(g[i], p), rtol=1e-12, atol=0)
