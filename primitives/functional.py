@@ -257,7 +257,7 @@ def _list_iadd(base, xs, ys):
     return _materialized(base, xs, ys) if type(xs) is list else base(xs, ys)
 
 
-for _f in (list, tuple, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
+for _f in (list, tuple, dict, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
            list.extend):
     _wrap(_f, _materialized)
 _wrap(operator.iadd, _list_iadd)
@@ -281,23 +281,5 @@ def _zip_iters(base, *xs, strict=False):
     return y, back
 
 
-def _dict_of_pairs(base, it, **kw):
-    """``dict(it)`` of an iterator of key-value pairs: the last pair with a key (the one
-    that stays) gets that key's gradient, unless a keyword overrides it."""
-    start = it.i
-    pairs = [tuple(p) for p in it]
-    y = dict(pairs, **kw)
-
-    def back(d):
-        d = unwrap(d) or {}
-        gs = [None] * len(pairs)
-        for k, j in {k: j for j, (k, _) in enumerate(pairs)}.items():
-            if k not in kw and d.get(k) is not None:
-                gs[j] = (None, d[k])
-        return (None, seq_grad(it, start, gs)) + (({k: d.get(k) for k in kw},) if kw else ())
-    return y, back
-
-
 _wrap(iter, _iter_of_iter)
 _wrap(zip, _zip_iters)
-_wrap(dict, _dict_of_pairs)
