@@ -1,0 +1,88 @@
+"""The shadow (identity-keyed gradients of mutated objects) and ``ops.watch``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bytegrad
+from bytegrad.ir.ops import WATCH
+from bytegrad.runtime.algebra import OneHot
+from bytegrad.runtime.shadow import Shadow
+from checks import arr, check_grad
+
+
+@pytest.mark.parametrize("view", [lambda a: a[1:3], lambda a: a.T, lambda a: a[::2, 1],
+                                  lambda a: a.reshape(-1)[2:5], lambda a: a[...]])
+def test_a_views_gradient_lands_where_the_view_is(view):
+    a = arr((3, 4))
+    v = view(a)
+    g = arr(v.shape, seed=1)
+    sh = Shadow()
+    sh.add(v, g)
+    expected = np.zeros_like(a)
+    view(expected)[...] = g  # the same positions, written through the same view
+    np.testing.assert_array_equal(sh.take(a), expected)
+    assert not sh.take(a).any()  # taking leaves zero behind
+
+
+def test_a_views_take_leaves_the_rest_of_its_base():
+    a = arr(5)
+    sh = Shadow()
+    sh.add(a, np.ones(5))
+    np.testing.assert_array_equal(sh.take(a[1:3]), [1.0, 1.0])
+    np.testing.assert_array_equal(sh.take(a), [1.0, 0.0, 0.0, 1.0, 1.0])
+
+
+def test_one_hot_gradients_into_lists_and_arrays():
+    sh = Shadow()
+    xs, a = [1.0, 2.0, 3.0], arr(3)
+    sh.add(xs, OneHot(xs, 1, 4.0))
+    sh.add(xs, [1.0, None, 1.0])
+    sh.add(a, OneHot(a, 2, 5.0))
+    assert sh.take(xs) == [1.0, 4.0, 1.0]
+    np.testing.assert_array_equal(sh.take(a), [0.0, 0.0, 5.0])
+
+
+def test_absorb_keeps_the_parts_of_unmutated_objects():
+    sh = Shadow()
+    inner, other = [1.0, 2.0], [3.0]
+    sh.mark(inner)
+    rest = sh.absorb(([inner, other], 5.0), ([[1.0, 1.0], [2.0]], 3.0))
+    assert rest == ([None, [2.0]], 3.0)
+    assert sh.take(inner) == [1.0, 1.0]
+
+
+def test_programs_that_mutate_nothing_never_call_the_watcher():
+    calls = []
+    watcher = WATCH.watcher
+
+    def counting(*a):
+        calls.append(a)
+        return watcher(*a)
+
+    def f(x, y):
+        s = 0.0
+        for i in range(5):
+            s = s + x * y ** i
+        return s
+
+    WATCH.watcher = counting
+    try:
+        check_grad(f, 0.7, 1.3)
+        assert calls == []  # floats only: the inline test never calls it
+
+        def g(x):
+            a = np.zeros(3)
+            a[0] = x
+            return a.sum() * x
+        check_grad(g, 0.5)
+        assert calls  # arrays may be mutated later: their pullbacks are handed over
+    finally:
+        WATCH.watcher = watcher
+
+
+def test_watch_is_visible_in_the_forward_ir():
+    def f(x):
+        return x * x
+    text = bytegrad.differentiable(f).ir("forward")
+    assert "ops.watch(" in text
