@@ -17,7 +17,7 @@ import numpy as np
 
 from ..runtime.algebra import Buffer, accum
 from ..runtime.forward import forward, run_plain
-from ..runtime.mutation import Effect, array_update, watch_kind
+from ..runtime.mutation import Effect, rewrite, watch_kind
 from ..runtime.rules import effectful, rule
 from ..runtime.shadow import current
 from ._util import unbroadcast
@@ -77,26 +77,12 @@ def _overwritten(k, shape):
     return ~keep
 
 
-def _in_place(r, a, b):
-    """``a op= b`` on an array: the functional rule ``r`` on a copy, written back."""
-    old = a.copy()
-    y, pb = r(old, b)
-    sh = current()
-    a, back = array_update(a, y, pb, 3, old)
-
-    def grads(dy):
-        d = back(dy)
-        sh.add(a, d[1])  # the gradient of the old contents stays with the array
-        return None, None, d[2]
-    return a, Effect(grads)
-
-
 def in_place(r, symbol):
     """The rule of the in-place operator ``symbol=`` whose functional rule is ``r``:
     arrays and lists change in place; anything else gets ``r``'s result, as in Python."""
     def rule_(a, b):
         if isinstance(a, np.ndarray):
-            return _in_place(r, a, b)
+            return rewrite(a, r, b)
         if type(a) is list and symbol == "+":
             return _list_extend(a, b, returns=True)
         if type(a) is list:
@@ -126,6 +112,32 @@ def _copyto(dst, src, casting="same_kind", where=True):
             return None, None, None, None, None
         sh.add(dst, np.where(mask, 0, g))  # unwritten elements keep their gradient
         return None, None, unbroadcast(src, np.where(mask, g, 0)), None, None
+    return None, Effect(back)
+
+
+@rule(np.ufunc.at, note="np.add.at and np.subtract.at")
+def _ufunc_at(uf, a, idx, b=None):
+    """``np.add.at(a, idx, b)``: unbuffered, so repeated indices add up; its pullback
+    gathers the gradient of ``a`` at ``idx`` for ``b``, and ``a``'s old contents keep it."""
+    if uf not in (np.add, np.subtract) or b is None:
+        if a.dtype.kind in "fc":
+            raise NotImplementedError(f"np.{uf.__name__}.at is not differentiable; only "
+                                      f"np.add.at and np.subtract.at are")
+        uf.at(a, idx, *(() if b is None else (b,)))
+        return None, lambda d: (None,) * 5
+    sh = current()
+    old = a.copy()
+    uf.at(a, idx, b)
+    sh.mark(a)
+
+    def back(_):
+        g = sh.take_at(a, ...)
+        a[...] = old
+        if g is None:
+            return (None,) * 5
+        sh.add(a, g)
+        db = g[idx] if uf is np.add else -g[idx]
+        return None, None, None, None, unbroadcast(b, db)
     return None, Effect(back)
 
 
@@ -494,4 +506,4 @@ def _delattr(obj, name):
     return None, Effect(back)
 
 
-effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto)
+effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at)

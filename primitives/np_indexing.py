@@ -13,14 +13,15 @@ use); ``bench/kernels_indexing.py`` measures the two.
 
 ``np.sort``'s gradient goes back through the permutation ``np.argsort`` gives; the
 result is ``take_along_axis(a, argsort(a))`` (ties may be ordered differently
-from ``np.sort``'s, with equal values).  ``x.sort()`` sorts in place and is
-refused for a differentiable ``x``.
+from ``np.sort``'s, with equal values).  ``x.sort()`` sorts in place: a write of
+``np.sort``'s result, as for every in-place operation (primitives/mutation.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..runtime.algebra import OneHot
+from ..runtime.mutation import rewrite
 from ..runtime.rules import nograd, rule
 from .np_shape import _axis, _arg, differentiable_input, grad_for
 
@@ -267,11 +268,10 @@ def _sort(a, *args, **kw):
     return y, back
 
 
-@rule(np.ndarray.sort, note="sorts in place: refused for a differentiable array (use np.sort)")
+@rule(np.ndarray.sort, note="in place: a write of np.sort's result")
 def _sort_in_place(x, *args, **kw):
-    if x.dtype.kind in "fc":
-        raise NotImplementedError(
-            "bytegrad: x.sort() sorts a differentiable array in place, which cannot be "
-            "differentiated; write x = np.sort(x) instead")
-    x.sort(*args, **kw)
-    return None, nograd(1 + len(args))
+    if x.dtype.kind not in "fc":
+        x.sort(*args, **kw)
+        return None, nograd(1 + len(args))
+    _, back = rewrite(x, _sort, *args, **kw)
+    return None, back

@@ -155,6 +155,21 @@ def array_update(a, y, pb, n, old=None):
     return a, back
 
 
+def rewrite(a, r, *args, **kw):
+    """``a[...] = r(a, *args)`` through ``r``'s rule (``a += b``, ``a.sort()``): the
+    gradient of ``a``'s old contents stays in the shadow; ``args`` get theirs."""
+    old = a.copy()
+    y, pb = r(old, *args, **kw)
+    sh = current()
+    a, back = array_update(a, y, pb, 2 + len(args), old)
+
+    def grads(dy):
+        d = back(dy)
+        sh.add(a, d[1])
+        return (None, None) + tuple(d[2:2 + len(args)])
+    return a, Effect(grads)
+
+
 def with_out(r, args, kw):
     """A NumPy call ``f(*args, out=a)`` through ``f``'s rule ``r``: computed apart,
     then written into ``a`` like ``a[...] = f(*args)``."""

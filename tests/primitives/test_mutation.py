@@ -368,3 +368,23 @@ def test_repeated_indices_keep_the_last_write():
         a[[0, 0], [1, 1]] = v
         return (a * x).sum()
     check_mutating(g, arr((2, 2)), arr(2, seed=3))
+
+
+def test_in_place_sort_and_scatter_add():
+    def f(x, b):
+        a = x * 2.0
+        a.sort()
+        c = np.zeros(3)
+        np.add.at(c, [0, 2, 0], b)
+        np.subtract.at(a, [1, 1], b[0])
+        return (a * np.arange(1.0, 5.0)).sum() + (c ** 2).sum() * a[0]
+    check_mutating(f, np.array([0.3, -1.0, 2.0, 0.1]), arr(3, seed=4))
+
+
+def test_other_ufunc_at_is_refused():
+    def f(x):
+        a = x * 1.0
+        np.multiply.at(a, [0, 0], 2.0)
+        return a.sum()
+    with pytest.raises(NotImplementedError, match="np.multiply.at"):
+        bytegrad.gradient(f, arr(3))
