@@ -17,7 +17,7 @@ import numpy as np
 
 from ..runtime.algebra import Buffer, accum
 from ..runtime.forward import forward, run_plain
-from ..runtime.mutation import Effect, rewrite, watch_kind
+from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import effectful, rule
 from ..runtime.shadow import current
 from ._util import unbroadcast
@@ -44,13 +44,14 @@ def _array_write(a, k, v):
     a[k] = v
     sh.mark(a)
 
+    losers = _overwritten(k, a.shape)
+
     def back(_):
         g = sh.take_at(a, k)
         a[k] = old
         if g is not None and losers is not None:
             g[losers] = 0
         return None, None, None, None if g is None else unbroadcast(v, g)
-    losers = _overwritten(k, a.shape)
     return None, Effect(back)
 
 
@@ -99,15 +100,11 @@ def in_place(r, symbol):
 
 @rule(np.copyto)
 def _copyto(dst, src, casting="same_kind", where=True):
-    sh = current()
-    old = dst.copy()
-    np.copyto(dst, src, casting=casting, where=where)
-    sh.mark(dst)
+    sh, undo = overwrite(dst, lambda: np.copyto(dst, src, casting=casting, where=where))
     mask = np.broadcast_to(where, dst.shape)
 
     def back(_):
-        g = sh.take_at(dst, ...)
-        dst[...] = old
+        g = undo()
         if g is None:
             return None, None, None, None, None
         sh.add(dst, np.where(mask, 0, g))  # unwritten elements keep their gradient
@@ -125,14 +122,10 @@ def _ufunc_at(uf, a, idx, b=None):
                                       f"np.add.at and np.subtract.at are")
         uf.at(a, idx, *(() if b is None else (b,)))
         return None, lambda d: (None,) * 5
-    sh = current()
-    old = a.copy()
-    uf.at(a, idx, b)
-    sh.mark(a)
+    sh, undo = overwrite(a, lambda: uf.at(a, idx, b))
 
     def back(_):
-        g = sh.take_at(a, ...)
-        a[...] = old
+        g = undo()
         if g is None:
             return (None,) * 5
         sh.add(a, g)
@@ -143,14 +136,10 @@ def _ufunc_at(uf, a, idx, b=None):
 
 @rule(np.ndarray.fill)
 def _fill(a, v):
-    sh = current()
-    old = a.copy()
-    a.fill(v)
-    sh.mark(a)
+    _, undo = overwrite(a, lambda: a.fill(v))
 
     def back(_):
-        g = sh.take_at(a, ...)
-        a[...] = old
+        g = undo()
         return None, None, None if g is None else unbroadcast(v, g)
     return None, Effect(back)
 

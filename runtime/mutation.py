@@ -138,19 +138,31 @@ for _t in (np.ndarray, list, dict):
 
 # -- arrays written whole -------------------------------------------------------
 
+def overwrite(a, change, old=None):
+    """Run ``change()``, which writes into array ``a``; returns ``(shadow, undo)``, where
+    ``undo()`` (for the pullback) puts back ``a``'s old contents and returns the gradient
+    its new contents received, leaving none in the shadow."""
+    sh = current()
+    old = a.copy() if old is None else old
+    change()
+    sh.mark(a)
+
+    def undo():
+        g = sh.take_at(a, ...)
+        a[...] = old
+        return g
+    return sh, undo
+
+
 def array_update(a, y, pb, n, old=None):
     """``a[...] = y`` where ``y, pb`` came from a rule (``a += b``, ``np.add(x, b, out=a)``),
     whose pullback then gets the gradient of the written contents.  Returns ``(a, back)``;
     ``back`` returns ``pb``'s result, or ``n`` Nones when ``a`` got no gradient."""
-    sh = current()
-    old = a.copy() if old is None else old
-    np.copyto(a, y, casting="same_kind")
-    sh.mark(a)
+    sh, undo = overwrite(a, lambda: np.copyto(a, y, casting="same_kind"), old)
 
     def back(dy):
         sh.add(a, dy)
-        g = sh.take_at(a, ...)
-        a[...] = old
+        g = undo()
         return pb(g) if g is not None else (None,) * n
     return a, back
 
