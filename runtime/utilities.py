@@ -4,9 +4,9 @@ known to a pass; each is a plain function plus an entry in the rule registry.
 """
 from __future__ import annotations
 
-from . import shadow
+from . import api, shadow
 from .api import stop_gradient
-from .forward import forward
+from .forward import forward, user_location
 from .rules import nograd, rule
 
 
@@ -80,3 +80,14 @@ def _nestlevel():
 @rule(stop_gradient)
 def _stop_gradient(x):
     return x, nograd(1)
+
+
+def _nested(f, *args, **kw):
+    file, line = user_location()
+    raise NotImplementedError(
+        f"{file}:{line}: a gradient of a gradient (nested differentiation) is not supported "
+        f"yet: call bytegrad's gradient functions outside the function being differentiated, "
+        f"or wrap what the inner gradient computes in a rule")
+
+
+rule(api.pullback, api.gradient, api.value_and_gradient, api.grad, api.value_and_grad)(_nested)
