@@ -34,6 +34,7 @@ class _Hooks:
     structured = staticmethod(is_structured)
 
     runs_without_gradient = staticmethod(mutation.runs_without_gradient)
+    changeable = staticmethod(mutation.changeable)
 
 
 class Pullback(mutation.Always):
@@ -219,6 +220,19 @@ def construct(cls, args, kw):
     return obj, mutation.Effect(back)
 
 
+def forward_soft(f, *args, **kw):
+    """``forward`` for a call made active only because an operand may have been
+    changed in place: a callable with no rule runs plainly unless an operand holds
+    a changed object (then it would have needed one)."""
+    try:
+        return forward(f, *args, **kw)
+    except NoRuleError as e:
+        sh = current()
+        if e.callable is not f or any(map(sh.holds_mutated, args + tuple(kw.values()))):
+            raise
+    return f(*args, **kw), nograd(len(args))
+
+
 def run_plain(f, args, kw, call=None, name=None):
     """Call ``call or f`` with no gradient, which is right while no differentiable
     value reaches it; otherwise raise NoRuleError naming ``name or f`` and the
@@ -247,3 +261,4 @@ _RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
                       for d in ("runtime", "primitives"))
 
 _Hooks.forward = staticmethod(forward)
+_Hooks.forward_soft = staticmethod(forward_soft)

@@ -126,6 +126,11 @@ def watcher(pb, y, operands):
     return pb
 
 
+def changeable(x) -> bool:
+    """Whether global value ``x`` may be changed in place by differentiated code."""
+    return type(x) in WATCH.kinds
+
+
 def watch_kind(t):
     """Values of type ``t`` may be mutated: their pullbacks must take their entries."""
     WATCH.kinds.add(t)

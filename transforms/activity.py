@@ -16,66 +16,90 @@ operands are hazards too.  Inactive statements stay plain calls in the forward I
 """
 from __future__ import annotations
 
-import operator
-
 from ..ir import Global, Var
 
 
-def activity(ir, nondiff, effectful=lambda f: False, wrt=None) -> set:
-    """The set of active variables of ``ir``.
+class Activity(set):
+    """The active variables; ``soft`` holds those made active only by hazards: their
+    callee, when it has no rule, may run plainly unless a mutated object reaches it."""
+
+    def __init__(self, xs=()):
+        super().__init__(xs)
+        self.soft = set()
+
+
+def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False) -> Activity:
+    """The active variables of ``ir``.
 
     ``wrt`` (indices into the entry block's arguments) limits the arguments that
-    start active, for a caller that wants only some gradients.
+    start active, for a caller that wants only some gradients.  ``changeable(g)``
+    says whether global ``g`` holds an object that may be changed in place (a list,
+    an array; not a module or a function).
     """
     args = ir.blocks[0].args
-    active = set(args if wrt is None else (args[i] for i in wrt))
+    active = Activity(args if wrt is None else (args[i] for i in wrt))
+    soft = active.soft
     owner = {v: (st.args[0],) for _, v, st in ir.statements()  # a method's object
-             if st.fn is getattr and isinstance(st.args[0], Var)}
-    hazard = _Hazards(ir, owner)  # may be mutated by an active call: its uses are active, its value is not
+             if st.fn is getattr and (isinstance(st.args[0], Var)
+                                      or isinstance(st.args[0], Global) and changeable(st.args[0]))}
+    hazard = _Hazards(ir, owner)  # may be changed by an active call: its uses are active
+    strong = lambda x: x in active and x not in soft
+
+    def reach(v, weak):
+        """Make ``v`` active (soft unless ``weak`` is False); True if that changed anything."""
+        if v not in active:
+            active.add(v)
+            if weak:
+                soft.add(v)
+            return True
+        if not weak and v in soft:
+            soft.discard(v)
+            return True
+        return False
+
     changed = True
     while changed:
         changed = False
         for blk in ir.blocks:
             for v, st in blk.stmts:
                 const = not isinstance(st.fn, Var)
-                if v in active or (const and nondiff(st.fn)):
+                if strong(v) or (const and nondiff(st.fn)):
                     continue
-                xs = [x for x in st.operands() if isinstance(x, Var)]
+                xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
+                stored = [x for x in list(st.args) + list(st.kw.values())
+                          if isinstance(x, Var) or isinstance(x, Global) and changeable(x)]
                 if const and effectful(st.fn):  # the object may receive a gradient later
-                    active.add(v)
-                    hazard.spread(xs)
-                    changed = True
-                elif any(x in active or x in hazard for x in xs):
-                    active.add(v)
+                    changed |= reach(v, False)
+                    hazard.spread(stored)
+                    continue
+                is_strong = any(map(strong, xs))
+                if is_strong or any(x in active or x in hazard for x in xs):
+                    changed |= reach(v, not is_strong)
                     if isinstance(st.fn, (Var, Global)):  # it may store an active value into any operand
-                        hazard.spread(xs)
+                        hazard.spread(stored)
                         hazard.spread(owner.get(st.fn, ()))
-                    changed = True
             for br in blk.branches:
                 if br.kind != "br":
                     continue
                 for p, a in zip(ir.blocks[br.target].args, br.args):
-                    if p not in active and isinstance(a, Var) and (a in active or a in hazard):
-                        active.add(p)
-                        changed = True
+                    if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
+                        changed |= reach(p, not strong(a))
     return active
 
 
-_PARTS = (operator.getitem, getattr)
-
-
 class _Hazards(set):
-    """Variables whose object may be changed in place.  A change through a part
-    (``R[0][1] = x``, ``v = a[2:]; v[0] = x``, ``b.buf[0] = x``, ``a.reshape(4)[0] = x``)
-    may change the whole, so what a hazard was read from (an item, an attribute, a
-    method's object) is a hazard too, and so is what the edges into a block pass to
-    a hazard block argument."""
+    """Variables (and globals) whose object may be changed in place.  A change
+    through a part (``R[0][1] = x``, ``for row in grid: row[0] = x``,
+    ``np.reshape(a, 4)[0] = x``, ``b.buf[0] = x``) may change the whole, so what a
+    hazard was computed from (the arguments of its statement, a method's object) is
+    a hazard too, and so is what the edges into a block pass to a hazard block
+    argument."""
 
     def __init__(self, ir, owner):
         super().__init__()
         self.sources = {}
-        for _, v, st in ir.statements():  # what a part, a view or a method's result comes from
-            xs = st.args[:1] if st.fn in _PARTS else owner.get(st.fn, ())
+        for _, v, st in ir.statements():  # the arguments and a method's object; not a callee
+            xs = list(st.args) + list(st.kw.values()) + list(owner.get(st.fn, ()))
             self.sources[v] = [x for x in xs if isinstance(x, Var)]
         for blk in ir.blocks:
             for br in blk.branches:

@@ -30,12 +30,14 @@ def recorded(ir, b) -> bool:
     return len(incoming(ir, b)) > 1
 
 
-def register(ir, active, forward, rule_for=lambda f: None) -> IR:
+def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
     A constant callee with a rule (``rule_for(f)`` is not None) is called
-    through its rule directly, saving the dispatch in ``forward``.
+    through its rule directly, saving the dispatch in ``forward``.  A statement
+    active only through hazards (in ``active.soft``) goes through ``forward_soft``.
     """
+    soft = getattr(active, "soft", ())
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
     env = {}
@@ -61,8 +63,9 @@ def register(ir, active, forward, rule_for=lambda f: None) -> IR:
                 env[v] = fwd.push(b, st)
                 continue
             r = None if isinstance(st.fn, (Var, Global)) else rule_for(st.fn)
+            via = forward_soft if v in soft and forward_soft is not None else forward
             call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
-                Stmt(forward, (st.fn,) + st.args, st.kw, st.line)
+                Stmt(via, (st.fn,) + st.args, st.kw, st.line)
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))

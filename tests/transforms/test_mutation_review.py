@@ -375,8 +375,7 @@ def test_list_swap():
 # transforms/activity.py `_Hazards`: only getitem/getattr/a method's object/block
 # arguments lead back to the object; `a` stays inactive, so reads of it carry nothing.
 
-@pytest.mark.xfail(strict=True, reason="for row in local grid: row[0] = x gives None (iterate is no hazard source)")
-def test_open_rows_of_a_local_grid_written_in_a_for_loop():
+def test_rows_of_a_local_grid_written_in_a_for_loop():
     def f(x):
         grid = np.zeros((2, 2))
         for row in grid:
@@ -385,8 +384,7 @@ def test_open_rows_of_a_local_grid_written_in_a_for_loop():
     assert bytegrad.gradient(f, 0.7) == (3.0,)         # bytegrad: (None,)
 
 
-@pytest.mark.xfail(strict=True, reason="for r in local list of lists: r[0] = x gives None")
-def test_open_rows_of_a_local_list_of_lists_written_in_a_for_loop():
+def test_rows_of_a_local_list_of_lists_written_in_a_for_loop():
     def f(x):
         rows = [[0.0, 0.0] for _ in range(2)]
         for r in rows:
@@ -395,8 +393,7 @@ def test_open_rows_of_a_local_list_of_lists_written_in_a_for_loop():
     assert bytegrad.gradient(f, 0.7) == (3.0,)         # bytegrad: (None,)
 
 
-@pytest.mark.xfail(strict=True, reason="write through np.reshape(local) view gives None")
-def test_open_write_through_np_reshape_of_a_local_buffer():
+def test_write_through_np_reshape_of_a_local_buffer():
     def f(x):
         a = np.zeros(4)
         np.reshape(a, (2, 2))[0, 1] = x
@@ -404,8 +401,7 @@ def test_open_write_through_np_reshape_of_a_local_buffer():
     assert bytegrad.gradient(f, 0.7) == (3.0,)         # bytegrad: (None,)
 
 
-@pytest.mark.xfail(strict=True, reason="write through np.asarray(local) alias gives None")
-def test_open_write_through_np_asarray_of_a_local_buffer():
+def test_write_through_np_asarray_of_a_local_buffer():
     def f(x):
         a = np.zeros(3)
         v = np.asarray(a)
@@ -428,8 +424,7 @@ def _tail(a):
     return a[1:]
 
 
-@pytest.mark.xfail(strict=True, reason="write through a view returned by a helper gives None")
-def test_open_write_through_a_view_made_by_a_helper_function():
+def test_write_through_a_view_made_by_a_helper_function():
     def f(x):
         a = np.zeros(3)
         v = _tail(a)
@@ -438,8 +433,7 @@ def test_open_write_through_a_view_made_by_a_helper_function():
     assert bytegrad.gradient(f, 0.7) == (3.0,)         # bytegrad: (None,)
 
 
-@pytest.mark.xfail(strict=True, reason="write through a list literal holding a local array gives None")
-def test_open_write_through_a_list_literal_holding_a_local_array():
+def test_write_through_a_list_literal_holding_a_local_array():
     def f(x):
         a = np.zeros(3)
         lst = [a]
@@ -448,8 +442,7 @@ def test_open_write_through_a_list_literal_holding_a_local_array():
     assert bytegrad.gradient(f, 0.7) == (3.0,)         # bytegrad: (None,)
 
 
-@pytest.mark.xfail(strict=True, reason="attribute store through a list literal holding a local object gives None")
-def test_open_store_through_a_list_literal_holding_a_local_object():
+def test_store_through_a_list_literal_holding_a_local_object():
     def f(x):
         o = Holder(0.0)
         lst = [o]
@@ -608,8 +601,7 @@ _G_LIST: list = []
 _G_ARRAY = np.zeros(2)
 
 
-@pytest.mark.xfail(strict=True, reason="a module-level list appended to and read back: gradient None")
-def test_open_global_list_mutated_and_read():
+def test_global_list_mutated_and_read():
     def f(x):
         _G_LIST.append(x)
         return _G_LIST[-1] * 3.0
@@ -619,8 +611,7 @@ def test_open_global_list_mutated_and_read():
         _G_LIST.clear()
 
 
-@pytest.mark.xfail(strict=True, reason="a module-level array written and read back: gradient None")
-def test_open_global_array_written_and_read():
+def test_global_array_written_and_read():
     def f(x):
         _G_ARRAY[0] = x
         return np.sum(_G_ARRAY) * 3.0
