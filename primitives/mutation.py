@@ -465,6 +465,8 @@ def _store_attr(obj, name, v):
 @rule(setattr)
 def _setattr(obj, name, v):
     t = type(obj)
+    if isinstance(obj, type):  # a class attribute: configuration, not a differentiable field
+        return run_plain(setattr, (obj, name, v), {})
     prop = getattr(t, name, None)
     if isinstance(prop, property) and prop.fset is not None:
         y, pb = forward(prop.fset, obj, v)

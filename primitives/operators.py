@@ -19,7 +19,7 @@ import operator as op
 import numpy as np
 
 from ..runtime.algebra import accum
-from ..runtime.rules import Lazy, nondifferentiable, rule
+from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, rule
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
 from .mutation import in_place
 from .np_linalg import matmul_thunks
@@ -228,3 +228,4 @@ for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _m
                         (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),
                         (op.imatmul, _matmul, "@")):
     rule(_f)(in_place(_r, _symbol))
+    changes_arguments(_f)

@@ -17,7 +17,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
 from .errors import NoRuleError
-from .rules import CALLS, RULES, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
+from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
 from .shadow import current
 
 
@@ -29,6 +29,7 @@ class _Hooks:
     kwgrad = staticmethod(algebra.kwgrad)
     nondiff = staticmethod(is_nondiff)
     effectful = staticmethod(is_effectful)
+    changing = staticmethod(is_changing)
     rule_for = staticmethod(rule_for)
     sparse = staticmethod(is_sparse)
     structured = staticmethod(is_structured)

@@ -14,6 +14,7 @@ NONDIFF: set = set()
 EFFECTFUL: set = set()
 SPARSE: set = set()
 STRUCTURED: set = set()
+CHANGING: set = set()
 CALLS: dict = {}  # a C type → a Python function calling its instances (differentiated instead)
 
 
@@ -79,6 +80,17 @@ def effectful(*fs):
     gradient, because they act through a side channel (a cell, a shadow); such
     pullbacks accept ``dy=None``."""
     EFFECTFUL.update(fs)
+
+
+def changes_arguments(*fs):
+    """Mark callables that may change their arguments in place (``operator.iadd`` on an
+    array) without needing to run their pullbacks when nothing reaches them: what the
+    arguments were read from becomes a hazard, so its later reads are active."""
+    CHANGING.update(fs)
+
+
+def is_changing(f) -> bool:
+    return _member(f, CHANGING)
 
 
 def sparse_gradients(*fs):

@@ -30,14 +30,16 @@ def region(buf, r, a):
     if a is r:
         return buf
     offset = a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
-    return np.ndarray(a.shape, buf.dtype, buffer=buf, offset=offset, strides=a.strides)
+    # the real or imaginary part of a complex array is a float view: of the complex gradient too
+    dtype = a.dtype if a.dtype.kind == "f" and buf.dtype.kind == "c" else buf.dtype
+    return np.ndarray(a.shape, dtype, buffer=buf, offset=offset, strides=a.strides)
 
 
 class Shadow:
-    __slots__ = ("grads", "keep", "mutated", "final")
+    __slots__ = ("grads", "keep", "mutated", "final", "scanned")
 
     def __init__(self):
-        self.grads, self.keep, self.mutated, self.final = {}, {}, {}, None
+        self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
 
     # -- gradients -----------------------------------------------------------
     def add(self, obj, g):
@@ -116,11 +118,17 @@ class Shadow:
         if self.is_mutated(x):
             return True
         t = type(x)
-        if t is tuple or t is list:
-            return any(map(self.holds_mutated, x))
-        if t is dict:
-            return any(map(self.holds_mutated, x.values()))
-        return False
+        if t is not tuple and t is not list and t is not dict:
+            return False
+        # a container changes only through a write, which marks it: its answer holds
+        # until it grows or something else is marked
+        k = (id(x), len(x), len(self.mutated))
+        known = self.scanned.get(id(x))
+        if known is not None and known[0] == k:
+            return known[2]
+        found = any(map(self.holds_mutated, x.values() if t is dict else x))
+        self.scanned[id(x)] = (k, x, found)  # x is kept, so its id is not reused meanwhile
+        return found
 
     def absorb(self, x, g):
         """Move the parts of gradient ``g`` of ``x`` that belong to mutated objects

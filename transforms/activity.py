@@ -28,13 +28,16 @@ class Activity(set):
         self.soft = set()
 
 
-def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False) -> Activity:
+def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
+             changing=lambda f: False) -> Activity:
     """The active variables of ``ir``.
 
     ``wrt`` (indices into the entry block's arguments) limits the arguments that
     start active, for a caller that wants only some gradients.  ``changeable(g)``
     says whether global ``g`` holds an object that may be changed in place (a list,
-    an array; not a module or a function).
+    an array; not a module or a function); ``changing(f)`` whether callee ``f`` may
+    change its arguments in place (``operator.iadd``), like any callee known only at
+    run time.
     """
     args = ir.blocks[0].args
     active = Activity(args if wrt is None else (args[i] for i in wrt))
@@ -75,7 +78,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 is_strong = any(map(strong, xs))
                 if is_strong or any(x in active or x in hazard for x in xs):
                     changed |= reach(v, not is_strong)
-                    if isinstance(st.fn, (Var, Global)):  # it may store an active value into any operand
+                    if isinstance(st.fn, (Var, Global)) or changing(st.fn):  # it may store into an operand
                         hazard.spread(stored)
                         hazard.spread(owner.get(st.fn, ()))
             for br in blk.branches:
