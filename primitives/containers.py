@@ -113,6 +113,12 @@ class IndexIter:
     def __init__(self, xs):
         self.xs, self.i = xs, 0
 
+    @property
+    def gradient_of(self):
+        """Its gradient is expressed in its sequence's (a one-hot per item read), so
+        when the sequence is changed in place, that gradient belongs to the shadow's."""
+        return self.xs
+
     def __iter__(self):
         return self
 

@@ -119,7 +119,7 @@ class Shadow:
             return True
         t = type(x)
         if t is not tuple and t is not list and t is not dict:
-            return False
+            return _gradient_of(x) is not None and self.is_mutated(x.gradient_of)
         # a container changes only through a write, which marks it: its answer holds
         # until it grows or something else is marked
         k = (id(x), len(x), len(self.mutated))
@@ -138,12 +138,20 @@ class Shadow:
         if self.is_mutated(x):
             self.add(x, g)
             return None
+        if _gradient_of(x) is not None and self.is_mutated(x.gradient_of):
+            self.add(x.gradient_of, g)
+            return None
         t = type(x)
         if (t is tuple or t is list) and self.holds_mutated(x):
             return t(self.absorb(a, d) for a, d in zip(x, unwrap(g)))
         if t is dict and isinstance(g, dict) and self.holds_mutated(x):
             return {k: self.absorb(x[k], d) if k in x else d for k, d in g.items()}
         return g
+
+
+def _gradient_of(x):
+    """The object whose structure ``x``'s gradient has (an iterator's sequence), if not its own."""
+    return getattr(type(x), "gradient_of", None)
 
 
 _stack = [Shadow()]

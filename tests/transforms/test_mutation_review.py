@@ -452,8 +452,7 @@ def test_store_through_a_list_literal_holding_a_local_object():
 
 # -- iteration over a container the loop body changes ----------------------------------
 
-@pytest.mark.xfail(strict=True, reason="for v in xs reads xs lazily but credits the gradient to xs as at iter()")
-def test_open_for_loop_over_a_list_written_ahead_of_the_loop():
+def test_for_loop_over_a_list_written_ahead_of_the_loop():
     def f(xs, x):
         s = 0.0
         for v in xs:
@@ -463,8 +462,7 @@ def test_open_for_loop_over_a_list_written_ahead_of_the_loop():
     check_stateful(f, [1.0, 2.0], 0.7)  # expected ([1, 0], 1); bytegrad ([1.0, 1.0], None)
 
 
-@pytest.mark.xfail(strict=True, reason="same cause as above, through an explicit iterator")
-def test_open_iterator_made_before_a_write():
+def test_iterator_made_before_a_write():
     def f(xs, x):
         it = iter(xs)
         xs[1] = x
@@ -472,8 +470,7 @@ def test_open_iterator_made_before_a_write():
     check_stateful(f, [1.0, 2.0], 0.7)  # expected ([1, 0], 1); bytegrad ([1.0, 1.0], None)
 
 
-@pytest.mark.xfail(strict=True, reason="for v in array written ahead: wrong gradient")
-def test_open_for_loop_over_an_array_written_ahead():
+def test_for_loop_over_an_array_written_ahead():
     def f(a, x):
         i = 0
         for v in a:
@@ -484,8 +481,7 @@ def test_open_for_loop_over_an_array_written_ahead():
     check_stateful(f, np.array([1.0, 2.0, 3.0]), 0.7)  # bytegrad da[0] 2.0, expected 3.0
 
 
-@pytest.mark.xfail(strict=True, reason="for over a local list that grows in the loop: IndexError in the reverse pass")
-def test_open_for_loop_over_a_growing_local_list():
+def test_for_loop_over_a_growing_local_list():
     def f(x):
         xs = [x]
         for v in xs:
