@@ -6,7 +6,9 @@ loop over ``n`` elements costs O(n), not O(n²).
 """
 from __future__ import annotations
 
+import functools
 import operator as op
+import types
 
 import numpy as np
 
@@ -233,9 +235,18 @@ def _getattr(x, name, *default):
         # a bound method (also through super()): its gradient is its object's
         return y, lambda d: (None, d, None)
     prop = getattr(type(x), name, None)
-    if isinstance(prop, property):
-        y, pb = forward(prop.fget, x)
+    if isinstance(prop, (property, functools.cached_property)):
+        y, pb = forward(prop.fget if isinstance(prop, property) else prop.func, x)
+        if isinstance(prop, functools.cached_property):
+            vars(x).setdefault(name, y)  # cached, as the plain read does
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
+    fields = getattr(x, "__dict__", None)
+    if fields is not None and name not in fields and not isinstance(x, type):
+        if prop is None and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+            y, pb = forward(type(x).__getattr__, x, name)  # delegation
+            return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
+        if prop is not None and not hasattr(prop, "__get__"):
+            return y, lambda d: (None, None, None)  # a class attribute: no field of x
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
     if name == "T":
