@@ -241,6 +241,8 @@ def _getattr(x, name, *default):
             vars(x).setdefault(name, y)  # cached, as the plain read does
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     fields = getattr(x, "__dict__", None)
+    if name == "__dict__" and y is fields:  # the fields' gradients are the object's
+        return y, lambda d: (None, d, None)
     if fields is not None and name not in fields and not isinstance(x, type):
         if prop is None and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
             y, pb = forward(type(x).__getattr__, x, name)  # delegation
