@@ -11,6 +11,8 @@ the reverse pass reaches the statement that produced it.
 """
 from __future__ import annotations
 
+import functools
+import types
 import weakref
 
 import numpy as np
@@ -222,7 +224,7 @@ def _state(o):
         return list(o)
     if isinstance(o, dict):
         return dict(o)
-    return dict(vars(o)) if hasattr(o, "__dict__") else None
+    return fields(o)
 
 
 def _restore(o, s):
@@ -234,8 +236,33 @@ def _restore(o, s):
         o.clear()
         o.update(s)
     elif s is not None:
-        vars(o).clear()
-        vars(o).update(s)
+        for name in set(fields(o)) - set(s):
+            object.__delattr__(o, name)
+        for name, v in s.items():
+            object.__setattr__(o, name, v)
+
+
+def fields(o):
+    """An object's fields by name: its ``__dict__`` and the ``__slots__`` it has set;
+    None for what has neither (a number, a function)."""
+    names = [n for t in type(o).__mro__ for n in _slots(t) if n not in ("__dict__", "__weakref__")]
+    own = getattr(o, "__dict__", None)
+    if own is None and not names or isinstance(o, _NOT_OBJECTS):
+        return None
+    out = dict(own or {})
+    for n in names:
+        if hasattr(o, n):
+            out[n] = getattr(o, n)
+    return out
+
+
+_NOT_OBJECTS = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                types.ModuleType, functools.partial)
+
+
+def _slots(t):
+    s = t.__dict__.get("__slots__", ())
+    return (s,) if isinstance(s, str) else s
 
 
 def collect(sh, x, g, seen=None):
@@ -252,10 +279,10 @@ def collect(sh, x, g, seen=None):
         g = accum(unwrap(g), sh.take(x) if t is list else None)
         inner = [collect(sh, a, None, seen) for a in x]
         return accum(g, t(inner)) if any(d is not None for d in inner) else g
-    if t is dict or hasattr(x, "__dict__") and not callable(x) and not isinstance(x, type):
-        fields = x if t is dict else vars(x)
+    named = x if t is dict else fields(x)
+    if named is not None:
         g = accum(g, sh.take(x))
-        inner = {k: collect(sh, a, None, seen) for k, a in fields.items()}
+        inner = {k: collect(sh, a, None, seen) for k, a in named.items()}
         inner = {k: d for k, d in inner.items() if d is not None}
         return accum(g, inner) if inner else g
     return g
