@@ -6,6 +6,7 @@ loop over ``n`` elements costs O(n), not O(n²).
 """
 from __future__ import annotations
 
+import copy
 import functools
 import operator as op
 import types
@@ -176,6 +177,18 @@ def _reversed(xs):
 def _items(d):
     keys = list(d)
     return list(d.items()), lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
+
+
+def _copying(f):
+    """The rule of copy function ``f``: a copy's gradient is its original's, item by item."""
+    def r(x, *memo):
+        return f(x, *memo), lambda d: (None, d) + (None,) * len(memo)
+    return r
+
+
+for _f in (list.copy, dict.copy, copy.copy, copy.deepcopy):
+    rule(_f)(_copying(_f))
+sparse_gradients(list.copy, copy.copy, copy.deepcopy)
 
 
 @rule(dict.get)

@@ -1281,3 +1281,19 @@ def test_partial_of_copyto_binding_the_destination():
         return a[0]
     ga, = bytegrad.gradient(f, np.array([1.0, 3.0]))
     np.testing.assert_array_equal(ga, [0.0, 2.0])   # bytegrad: [1., 0.]
+
+
+def test_copies_are_independent_and_pass_gradients_back():
+    import copy as copy_module
+
+    def f(xs, d, a, x):
+        ys = xs.copy()
+        ys[0] = x
+        e = d.copy()
+        e["k"] = e["k"] * x
+        b = copy_module.deepcopy(a)
+        b[1] *= x
+        c = copy_module.copy(a)
+        c[0] = x
+        return xs[0] * ys[0] + ys[1] + e["k"] * d["k"] + b.sum() + c.sum() + a.sum()
+    check_stateful(f, [0.5, 2.0], {"k": 1.5}, np.array([0.3, -0.7]), 1.3)
