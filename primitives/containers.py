@@ -17,6 +17,7 @@ from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import wrapping
+from ..runtime.shadow import current
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
@@ -255,6 +256,7 @@ def _getattr(x, name, *default):
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     fields = getattr(x, "__dict__", None)
     if name == "__dict__" and y is fields:  # the fields' gradients are the object's
+        current().own(fields, x)
         return y, lambda d: (None, d, None)
     if fields is not None and name not in fields and not isinstance(x, type):
         if prop is None and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:

@@ -36,10 +36,18 @@ def region(buf, r, a):
 
 
 class Shadow:
-    __slots__ = ("grads", "keep", "mutated", "final", "scanned")
+    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners")
 
     def __init__(self):
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
+        self.owners = {}  # id of an object's __dict__ → the object: one entry for both
+
+    def own(self, fields, obj):
+        """``fields`` is ``obj.__dict__``: a change of either is a change of ``obj``."""
+        self.owners[id(fields)] = obj
+
+    def _who(self, o):
+        return self.owners.get(id(o), o) if type(o) is dict else o
 
     # -- gradients -----------------------------------------------------------
     def add(self, obj, g):
@@ -48,6 +56,7 @@ class Shadow:
             return
         if isinstance(obj, np.ndarray):
             return self._add_array(obj, g)
+        obj = self._who(obj)
         k = id(obj)
         self.keep[k] = obj  # the id stays valid while its gradient is held
         if type(obj) is list:
@@ -78,7 +87,7 @@ class Shadow:
         """The gradient accumulated for ``obj``, leaving zero behind."""
         if isinstance(obj, np.ndarray):
             return self.take_at(obj, ...)
-        return unwrap(self.grads.pop(id(obj), None))
+        return unwrap(self.grads.pop(id(self._who(obj)), None))
 
     def take_at(self, a, index):
         """The gradient of ``a[index]`` (an array), leaving zero there."""
@@ -93,6 +102,7 @@ class Shadow:
 
     def entry(self, obj, make):
         """``obj``'s entry (a list buffer or a dict), made by ``make()`` if absent."""
+        obj = self._who(obj)
         k = id(obj)
         e = self.grads.get(k)
         if e is None:
@@ -103,13 +113,13 @@ class Shadow:
     # -- mutated objects -----------------------------------------------------
     def mark(self, obj):
         """Record that ``obj`` (or, for a view, the array it views) is being mutated."""
-        o = root(obj) if isinstance(obj, np.ndarray) else obj
+        o = root(obj) if isinstance(obj, np.ndarray) else self._who(obj)
         if id(o) not in self.mutated:
             self.mutated[id(o)] = o
             WATCH.all = True
 
     def is_mutated(self, x) -> bool:
-        if id(x) in self.mutated:
+        if id(x) in self.mutated or type(x) is dict and id(self._who(x)) in self.mutated:
             return True
         return isinstance(x, np.ndarray) and id(root(x)) in self.mutated
 
