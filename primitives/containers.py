@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
-from ..runtime.forward import forward, run_plain
+from ..runtime.forward import forward, run_plain, user_location
 from ..runtime.mutation import wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
@@ -146,6 +146,8 @@ def _iterate(xs, state):
     if type(state) is not IndexIter:
         return ops.iterate(xs, state), nograd(2)
     i = state.i
+    if _TAKEN:
+        _check_taken(state.xs, i)
     r = ops.iterate(xs, state)
     if r is None:
         return r, nograd(2)
@@ -153,9 +155,46 @@ def _iterate(xs, state):
     return r, lambda d: (None, None, d[1] if d[0] is None else accum(d[1], OneHot(like, i, d[0])))
 
 
+# -- zip, enumerate, items and values take their items when called.  A loop over
+#    them must not see a container change ahead of it (Python's would see the new
+#    items): each step checks its item against the container, and refuses clearly.
+_TAKEN: dict = {}  # id of the items taken → (the items, sources, their sizes, a check of item i)
+
+
+def _taken(y, sources, same):
+    """Register the items ``y`` taken from ``sources``; ``same(i)`` tells whether item
+    ``i`` still matches them.  Only changeable sources count."""
+    sources = [x for x in sources if isinstance(x, (list, dict, np.ndarray))]
+    if sources:
+        if len(_TAKEN) > 256:  # loops left by break: forget the oldest
+            del _TAKEN[next(iter(_TAKEN))]
+        _TAKEN[id(y)] = (y, sources, [len(x) for x in sources], same)
+    return y
+
+
+def _check_taken(y, i):
+    entry = _TAKEN.get(id(y))
+    if entry is None or entry[0] is not y:
+        return
+    _, sources, sizes, same = entry
+    if [len(x) for x in sources] != sizes or i < len(y) and not same(i):
+        del _TAKEN[id(y)]
+        file, line = user_location()
+        raise NotImplementedError(
+            f"{file}:{line}: this loop changes the container it iterates over through "
+            f"zip/enumerate/items/values, whose items bytegrad takes when the loop begins; "
+            f"loop over indices (for i in range(len(xs))) instead")
+
+
+def _same(u, v):
+    return u is v or isinstance(u, (np.ndarray, np.generic)) and np.array_equal(u, v)
+
+
 @rule(zip)
 def _zip(*xs):
     y = list(zip(*xs))
+    _taken(y, xs, lambda i: all(_same(x[i], v) for x, v in zip(xs, y[i])
+                                if isinstance(x, (list, np.ndarray))))
 
     def back(d):
         cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
@@ -166,6 +205,7 @@ def _zip(*xs):
 @rule(enumerate)
 def _enumerate(xs, start=0):
     y = list(enumerate(xs, start))
+    _taken(y, (xs,), lambda i: _same(xs[i], y[i][1]))
     return y, lambda d: (None, _like(xs, [None if g is None else g[1] for g in d]), None)
 
 
@@ -177,7 +217,9 @@ def _reversed(xs):
 @rule(dict.items)
 def _items(d):
     keys = list(d)
-    return list(d.items()), lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
+    y = list(d.items())
+    _taken(y, (d,), lambda i: _same(d.get(keys[i]), y[i][1]))
+    return y, lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
 
 
 def _copying(f):
@@ -202,7 +244,9 @@ def _get(d, k, default=None):
 @rule(dict.values)
 def _values(d):
     keys = list(d)
-    return list(d.values()), lambda g: (None, dict(zip(keys, g)))
+    y = list(d.values())
+    _taken(y, (d,), lambda i: _same(d.get(keys[i]), y[i]))
+    return y, lambda g: (None, dict(zip(keys, g)))
 
 
 @rule(ops.list_append)
