@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import types
-import weakref
 
 import numpy as np
 
@@ -99,18 +98,20 @@ class Owned(Always):
     """The pullback of a statement whose value ``y`` may be mutated later: the
     gradient it receives is its SSA gradient plus ``y``'s shadow entry."""
 
-    __slots__ = ("pb", "ref", "shadow")
+    __slots__ = ("pb", "y", "key", "shadow")
 
     def __init__(self, pb, y, shadow):
-        # an array is held weakly: if it is gone it was never mutated (the shadow keeps those)
-        self.pb, self.shadow = pb, shadow
-        self.ref = weakref.ref(y) if isinstance(y, np.ndarray) else (lambda: y)
+        self.pb, self.shadow, self.key = pb, shadow, id(y)
+        # an array that owns its memory is known by its id: it is not kept alive, and if
+        # it is gone it was never mutated (the shadow keeps those), so its id is unused
+        self.y = None if type(y) is np.ndarray and y.base is None else y
 
     def __call__(self, dy):
-        y = self.ref()
-        extra = None if y is None else self.shadow.take(y)
-        if extra is not None:
-            dy = unwrap(accum(dy, extra))
+        sh = self.shadow
+        if sh.mutated:
+            extra = sh.grads.pop(self.key, None) if self.y is None else sh.take(self.y)
+            if extra is not None:
+                dy = unwrap(accum(dy, unwrap(extra)))
         if dy is None and not isinstance(self.pb, Always):
             return ZEROS
         return self.pb(dy)
