@@ -16,7 +16,7 @@ import numpy as np
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.forward import forward, run_plain, user_location
-from ..runtime.mutation import wrapping
+from ..runtime.mutation import Effect, wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
@@ -223,9 +223,12 @@ def _items(d):
 
 
 def _copying(f):
-    """The rule of copy function ``f``: a copy's gradient is its original's, item by item."""
+    """The rule of copy function ``f``: a copy's gradient is its original's, item by item,
+    including what a later change of the copy left for it in the shadow."""
     def r(x, *memo):
-        return f(x, *memo), lambda d: (None, d) + (None,) * len(memo)
+        y, sh = f(x, *memo), current()
+        rest = (None,) * len(memo)
+        return y, Effect(lambda d: (None, unwrap(accum(d, sh.take(y))) if sh.mutated else d) + rest)
     return r
 
 

@@ -1297,3 +1297,18 @@ def test_copies_are_independent_and_pass_gradients_back():
         c[0] = x
         return xs[0] * ys[0] + ys[1] + e["k"] * d["k"] + b.sum() + c.sum() + a.sum()
     check_stateful(f, [0.5, 2.0], {"k": 1.5}, np.array([0.3, -0.7]), 1.3)
+
+
+class _Pair:
+    def __init__(self, w, v):
+        self.w, self.v = w, v
+
+
+def test_a_copied_object_changed_afterwards():
+    import copy as copy_module
+
+    def f(o, x):
+        c = copy_module.copy(o)
+        c.w = x * 2.0
+        return c.w * c.v + o.w
+    check_stateful(f, _Pair(1.5, 0.5), 0.7)
