@@ -285,6 +285,15 @@ def _apply(f, args, kwargs=None):
 
 @rule(getattr)
 def _getattr(x, name, *default):
+    prop = _class_attribute(x, name)
+    if isinstance(prop, (property, functools.cached_property)):
+        return _computed(x, name, prop)
+    fields = getattr(x, "__dict__", None)
+    fields = fields if type(fields) is dict else None
+    if fields is not None and name not in fields and prop is None and not isinstance(x, type) \
+            and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+        y, pb = forward(type(x).__getattr__, x, name)  # delegation
+        return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     y = getattr(x, name, *default)
     if name == "real":  # the gradient of a complex number is complex
         return y, lambda d: (None, np.asarray(d, x.dtype) if isinstance(x, np.ndarray)
@@ -295,22 +304,12 @@ def _getattr(x, name, *default):
     if owner is x or type(x) is super and owner is x.__self__:
         # a bound method (also through super()): its gradient is its object's
         return y, lambda d: (None, d, None)
-    prop = getattr(type(x), name, None)
-    if isinstance(prop, (property, functools.cached_property)):
-        y, pb = forward(prop.fget if isinstance(prop, property) else prop.func, x)
-        if isinstance(prop, functools.cached_property):
-            vars(x).setdefault(name, y)  # cached, as the plain read does
-        return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
-    fields = getattr(x, "__dict__", None)
     if name == "__dict__" and y is fields:  # the fields' gradients are the object's
         current().own(fields, x)
         return y, lambda d: (None, d, None)
-    if fields is not None and name not in fields and not isinstance(x, type):
-        if prop is None and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
-            y, pb = forward(type(x).__getattr__, x, name)  # delegation
-            return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
-        if prop is not None and not hasattr(prop, "__get__"):
-            return y, lambda d: (None, None, None)  # a class attribute: no field of x
+    if fields is not None and name not in fields and prop is not None and not isinstance(x, type) \
+            and not hasattr(prop, "__get__"):
+        return y, lambda d: (None, None, None)  # a class attribute: no field of x
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
     if name == "T":
@@ -318,6 +317,28 @@ def _getattr(x, name, *default):
     if name == "mT":
         return y, lambda d: (None, np.swapaxes(d, -1, -2), None)
     return y, lambda d: (None, {name: d}, None)
+
+
+def _class_attribute(x, name):
+    """What ``name`` is on ``x``'s class (past ``__thisclass__`` for a ``super()`` object)."""
+    if type(x) is not super:
+        return getattr(type(x), name, None)
+    if isinstance(x.__self__, type):
+        return None
+    mro = type(x.__self__).__mro__
+    for c in mro[mro.index(x.__thisclass__) + 1:]:
+        if name in vars(c):
+            return vars(c)[name]
+    return None
+
+
+def _computed(x, name, prop):
+    """A property (or cached property) read: its getter is differentiated, once."""
+    obj = x.__self__ if type(x) is super else x
+    y, pb = forward(prop.fget if isinstance(prop, property) else prop.func, obj)
+    if isinstance(prop, functools.cached_property):
+        vars(obj).setdefault(name, y)  # cached, as the plain read does
+    return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
 
 
 nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, repr, str, format,

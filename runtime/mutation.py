@@ -124,7 +124,8 @@ def watcher(pb, y, operands):
         hits = [(k, x) for k, x in enumerate(operands) if sh.holds_mutated(x)]
         if hits:
             pb = Routed(pb, hits, sh)
-    if type(y) in WATCH.kinds and not sh.is_mutated(y):
+    if type(y) in WATCH.kinds and not sh.is_mutated(y) and not any(y is x for x in operands):
+        # (an operand passed through, as by stop_gradient or hook, was made elsewhere)
         pb = Owned(pb, y, sh)
     return pb
 

@@ -64,8 +64,9 @@ class Shadow:
             if buf is None:
                 buf = self.grads[k] = Buffer([None] * len(obj), list)
             accum(buf, g)
-        else:
-            self.grads[k] = accum(self.grads.get(k), g)
+        else:  # a dict entry is changed in place later: never the caller's own dict
+            old = self.grads.get(k)
+            self.grads[k] = dict(g) if old is None and type(g) is dict else accum(old, g)
 
     def _add_array(self, a, g):
         if a.dtype.kind not in "fc":
@@ -140,13 +141,23 @@ class Shadow:
         self.scanned[id(x)] = (k, x, found)  # x is kept, so its id is not reused meanwhile
         return found
 
+    def _split(self, x, g):
+        """Of ``x``'s gradient ``g`` (a dict for a dict or an object), move the parts of
+        fields that are mutated objects themselves to their own entries; return the rest."""
+        if type(g) is not dict:
+            return g
+        named = x if type(x) is dict else getattr(x, "__dict__", None)
+        if type(named) is not dict:
+            return g
+        return {k: self.absorb(named[k], d) if k in named else d for k, d in g.items()}
+
     def absorb(self, x, g):
         """Move the parts of gradient ``g`` of ``x`` that belong to mutated objects
         into their entries; return the rest."""
         if g is None:
             return None
         if self.is_mutated(x):
-            self.add(x, g)
+            self.add(x, self._split(x, g))
             return None
         if _gradient_of(x) is not None and self.is_mutated(x.gradient_of):
             self.add(x.gradient_of, g)

@@ -81,6 +81,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                     if isinstance(st.fn, (Var, Global)) or changing(st.fn):  # it may store into an operand
                         hazard.spread(stored)
                         hazard.spread(owner.get(st.fn, ()))
+                        if isinstance(st.fn, Var):  # or into what it was made from (a partial's object)
+                            hazard.spread(hazard.sources.get(st.fn, ()))
             for br in blk.branches:
                 if br.kind != "br":
                     continue
