@@ -151,29 +151,62 @@ def _map(f, *xss):
 def _filter(f, xs):
     start = _start(xs)
     v = list(xs)
-    keep = [i for i, x in enumerate(v) if (x if f is None else f(x))]
+    tests, effects = _called(f, v)
+    keep = [i for i, t in enumerate(tests) if t]
 
     def back(d):
-        g = [None] * len(v)
+        df, g = effects()
         for i, gi in zip(keep, _items_of(unwrap(d), len(keep))):
-            g[i] = gi
-        return None, None, seq_grad(xs, start, g)
-    return _result([v[i] for i in keep]), back
+            g[i] = accum(g[i], gi)
+        return None, df, seq_grad(xs, start, g)
+    return _result([v[i] for i in keep]), (back if isinstance(effects, _NoEffects) else Effect(back))
 
 
 @rule(sorted)
 def _sorted(xs, *, key=None, reverse=False):
     start = _start(xs)
     v = list(xs)
-    keys = v if key is None else [key(x) for x in v]
+    keys, effects = _called(key, v)
     order = sorted(range(len(v)), key=keys.__getitem__, reverse=reverse)
 
     def back(d):
-        g = [None] * len(v)
+        dkey, g = effects()
         for i, gi in zip(order, _items_of(unwrap(d), len(v))):
-            g[i] = gi
-        return None, seq_grad(xs, start, g)
-    return [v[i] for i in order], back
+            g[i] = accum(g[i], gi)
+        return (None, seq_grad(xs, start, g)) + (({"key": dkey},) if key is not None else ())
+    return [v[i] for i in order], (back if isinstance(effects, _NoEffects) else Effect(back))
+
+
+def _called(f, items):
+    """``[f(x) for x in items]`` (the items themselves when ``f`` is None) for a key or a
+    predicate, whose results get no gradient.  What ``f`` stores into objects does:
+    ``effects()`` runs the calls' pullbacks, last first, without an output gradient,
+    and returns the gradient of ``f`` and a list of the items' gradients."""
+    if f is None:
+        return items, _NoEffects(len(items))
+    runs = [forward(f, x) for x in items]
+    if not any(_runs_without_gradient(pb) for _, pb in runs):
+        return [y for y, _ in runs], _NoEffects(len(items))
+
+    def effects():
+        df, g = None, [None] * len(runs)
+        for k in reversed(range(len(runs))):
+            pb = runs[k][1]
+            if _runs_without_gradient(pb):
+                d = pb(None)
+                df, g[k] = accum(df, unwrap(d[0])), unwrap(d[1])
+        return df, g
+    return [y for y, _ in runs], effects
+
+
+class _NoEffects:
+    """The effects of calls that had none: no gradient for the callable or the items."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self):
+        return None, [None] * self.n
 
 
 # ---- functools.partial --------------------------------------------------------

@@ -573,9 +573,7 @@ def _sorted_key_side_effect(x):
     return acc.t
 
 
-@pytest.mark.xfail(strict=True, reason="sorted(key=) whose key mutates an object: the side "
-                   "effect's gradient is dropped silently (None instead of 3); map() handles it")
-def test_open_sorted_key_side_effect():
+def test_sorted_key_side_effect():
     check_stateful(_sorted_key_side_effect, 2.0)
 
 
@@ -585,9 +583,7 @@ def _filter_pred_side_effect(x):
     return acc.t
 
 
-@pytest.mark.xfail(strict=True, reason="filter() whose predicate mutates an object: gradient "
-                   "None instead of 2")
-def test_open_filter_predicate_side_effect():
+def test_filter_predicate_side_effect():
     check_stateful(_filter_pred_side_effect, 2.0)
 
 
