@@ -46,6 +46,7 @@ import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
+from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
@@ -184,7 +185,7 @@ def _called(f, items):
     and returns the gradient of ``f`` and a list of the items' gradients."""
     if f is None:
         return items, _NoEffects(len(items))
-    runs = [forward(f, x) for x in items]
+    runs = [_run(f, x) for x in items]
     if not any(_runs_without_gradient(pb) for _, pb in runs):
         return [y for y, _ in runs], _NoEffects(len(items))
 
@@ -197,6 +198,17 @@ def _called(f, items):
                 df, g[k] = accum(df, unwrap(d[0])), unwrap(d[1])
         return df, g
     return [y for y, _ in runs], effects
+
+
+def _run(f, x):
+    """``forward(f, x)``, or a plain call when ``f`` is a C callable without a rule
+    (``operator.itemgetter(1)``): its value needs no gradient, and it stores nothing."""
+    try:
+        return forward(f, x)
+    except NoRuleError as e:
+        if e.callable is not f:
+            raise
+    return f(x), None
 
 
 class _NoEffects:

@@ -342,3 +342,13 @@ def test_pipelines_match_finite_differences(values, stages, consumer):
     if _near_a_kink(values, stages):
         return
     check_grad(_pipeline(stages, consumer), np.array(values), rtol=1e-4, atol=1e-5)
+
+
+def test_sorted_and_filter_with_c_keys():
+    import operator
+
+    def f(x, y):
+        pairs = sorted([(x, y * y), (y, x * 3.0)], key=operator.itemgetter(1))
+        kept = list(filter(operator.truth, [x - x, y * 2.0]))
+        return pairs[0][0] * pairs[1][1] + sum(kept)
+    check_grad(f, 0.7, 1.3)

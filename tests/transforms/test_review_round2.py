@@ -4,9 +4,8 @@ properties, dataclasses, optimizer/EMA/RNN objects, float32, np.int64 indices,
 pullback with structured seeds, argnums).
 
 Passing tests compare with central finite differences on deep copies
-(`check_stateful`/`check_pullback`).  The minimal reproducers of bugs this review
-found are kept as regression tests; each ``test_open_*`` is one still open, marked
-``xfail(strict=True)``.
+(`check_stateful`/`check_pullback`).  The minimal reproducers of the bugs this
+review found are kept as regression tests.
 """
 import copy, dataclasses, functools, math
 import numpy as np, pytest, bytegrad
