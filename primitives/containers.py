@@ -278,7 +278,7 @@ def _apply(f, args, kwargs=None):
     def back(d):
         g = pb(d)
         n = len(args)
-        dargs = _like(args, g[1:1 + n]) if not isinstance(args, np.ndarray) else g[1:1 + n]
+        dargs = _like(args, g[1:1 + n])
         return (None, g[0], dargs) + ((g[1 + n] if len(g) > 1 + n else None,) if kwargs else (None,))
     return y, wrapping(pb, back)
 

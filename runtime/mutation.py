@@ -131,8 +131,9 @@ def watcher(pb, y, operands):
 
 
 def changeable(x) -> bool:
-    """Whether global value ``x`` may be changed in place by differentiated code."""
-    return type(x) in WATCH.kinds
+    """Whether global value ``x`` may be changed in place by differentiated code: a
+    list, dict, array or object, or a class (through a list or array it holds)."""
+    return type(x) in WATCH.kinds or type(x) is type and x.__module__ != "builtins"
 
 
 def watch_kind(t):

@@ -142,8 +142,15 @@ class Shadow:
         return found
 
     def _split(self, x, g):
-        """Of ``x``'s gradient ``g`` (a dict for a dict or an object), move the parts of
-        fields that are mutated objects themselves to their own entries; return the rest."""
+        """Of ``x``'s gradient ``g``, move the parts of items or fields that are mutated
+        objects themselves to their own entries; return the rest."""
+        if type(x) is list or type(x) is tuple:
+            if type(g) is OneHot:
+                rest = self.absorb(x[g.index], g.value)
+                return None if rest is None else OneHot(g.like, g.index, rest)
+            if self.holds_mutated(list(x)):
+                return [self.absorb(a, d) for a, d in zip(x, unwrap(g))]
+            return g
         if type(g) is not dict:
             return g
         named = x if type(x) is dict else getattr(x, "__dict__", None)

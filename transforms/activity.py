@@ -45,7 +45,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     owner = {v: (st.args[0],) for _, v, st in ir.statements()  # a method's object
              if st.fn is getattr and (isinstance(st.args[0], Var)
                                       or isinstance(st.args[0], Global) and changeable(st.args[0]))}
-    hazard = _Hazards(ir, owner)  # may be changed by an active call: its uses are active
+    hazard = _Hazards(ir, owner, changeable)  # may be changed by an active call: its uses are active
     strong = lambda x: x in active and x not in soft
 
     def reach(v, weak):
@@ -100,12 +100,13 @@ class _Hazards(set):
     a hazard too, and so is what the edges into a block pass to a hazard block
     argument."""
 
-    def __init__(self, ir, owner):
+    def __init__(self, ir, owner, changeable):
         super().__init__()
         self.sources = {}
         for _, v, st in ir.statements():  # the arguments and a method's object; not a callee
             xs = list(st.args) + list(st.kw.values()) + list(owner.get(st.fn, ()))
-            self.sources[v] = [x for x in xs if isinstance(x, Var)]
+            self.sources[v] = [x for x in xs if isinstance(x, Var)
+                               or isinstance(x, Global) and changeable(x)]
         for blk in ir.blocks:
             for br in blk.branches:
                 if br.kind == "br":

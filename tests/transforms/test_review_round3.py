@@ -6,8 +6,8 @@ float64/complex operands, ``out=`` of reductions and products, self-aliasing in-
 
 Passing cases compare with central finite differences on deep copies
 (``check_stateful``: the value is a plain call's and the arguments end as a plain call
-leaves them).  ``test_open_*`` are minimal reproducers of what this review found, marked
-``xfail(strict=True)``.
+leaves them).  The minimal reproducers of what this review found are kept as
+regression tests.
 """
 import copy, functools, operator
 
@@ -867,13 +867,7 @@ def test_writes_and_calls_without_a_rule_are_refused(f):
 # open: what this review found
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "silent wrong gradient: a list that holds an array written in part (rows[1][0] = v) and "
-    "is then itself changed (append / rows[0] = ...) hands the gradient of a whole-list read "
-    "(np.stack, np.concatenate, np.array, sum) to the list's entry in the shadow "
-    "(Shadow.absorb -> _split leaves list gradients whole), so the written array's part "
-    "skips the array's own entry: the overwritten value gets it, the written value gets none"))
-def test_open_whole_list_read_after_element_write_and_list_change():
+def test_whole_list_read_after_element_write_and_list_change():
     def f(x):
         rows = [x[0] * 1.0, x[1] * 1.0]
         rows[1][0] = 7.0 * x[0, 0]
@@ -882,8 +876,7 @@ def test_open_whole_list_read_after_element_write_and_list_change():
     check_stateful(f, np.array([[0.3, -0.4], [1.1, 0.5]]))
 
 
-@pytest.mark.xfail(strict=True, reason="same as above, with a list argument and list setitem")
-def test_open_whole_list_read_after_element_write_and_list_change_argument():
+def test_whole_list_read_after_element_write_and_list_change_argument():
     def f(L):
         L[1][0] = 7.0 * L[0][0]
         L[0] = L[0] * 2.0
@@ -897,13 +890,8 @@ class _Cfg:
     lst = []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "silent wrong gradient: a list or array held in a class attribute and written through "
-    "the class (Cls.buf[0] = v; Cls.buf[0] * y) loses the write's gradient (x[0] gets 0, "
-    "expected 6); through an instance (self.buf) or a global it is right, and nothing "
-    "refuses it"))
 @pytest.mark.parametrize("which", ["list", "array"])
-def test_open_container_in_a_class_attribute_written_and_read(which):
+def test_container_in_a_class_attribute_written_and_read(which):
     def f_list(x):
         _Cfg.buf[0] = x[0] * 3.0
         return _Cfg.buf[0] * x[1]
@@ -917,11 +905,7 @@ def test_open_container_in_a_class_attribute_written_and_read(which):
     assert np.allclose(g, [6.0, 1.5])
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "crash in the reverse pass: append then pop on a list held in a class attribute "
-    "(Cls.lst.append(v); Cls.lst.pop()) raises IndexError 'pop from empty list' in the "
-    "append's pullback (primitives/mutation.py, _list_entry(...).pop())"))
-def test_open_class_attribute_list_append_then_pop():
+def test_class_attribute_list_append_then_pop():
     def f(x):
         _Cfg.lst.append(x[0] * 3.0)
         r = _Cfg.lst[-1] * x[1]
@@ -935,11 +919,7 @@ def _pick(a, b, c):
     return a * b + c
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "wrong gradient structure: f(*x) with x an array gives x's gradient as a tuple "
-    "((2.0, 1.0, 1.0), or (None, None, 1.0) for max(*x)) instead of an array of x's shape; "
-    "the values are right, and adding another gradient of x (x[0] * 10) gives an array"))
-def test_open_star_call_of_an_array_gives_an_array_gradient():
+def test_star_call_of_an_array_gives_an_array_gradient():
     g, = bytegrad.gradient(lambda x: _pick(*x), np.array([1.0, 2.0, 3.0]))
     assert isinstance(g, np.ndarray) and g.shape == (3,)
     assert np.allclose(g, [2.0, 1.0, 1.0])
