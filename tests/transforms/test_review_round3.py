@@ -558,9 +558,7 @@ def real_arr_complex_write(x, z):
 
 
 
-@case(R4.normal(size=3))
-def loop_carried_write_then_read_array(x):
-    buf = np.zeros(3)
+def _loop_carried(x, buf):
     s = 0.0
     for i in range(3):
         s = s + buf[i] * 2.0
@@ -568,13 +566,12 @@ def loop_carried_write_then_read_array(x):
     return s + buf[0]
 
 @case(R4.normal(size=3))
+def loop_carried_write_then_read_array(x):
+    return _loop_carried(x, np.zeros(3))
+
+@case(R4.normal(size=3))
 def loop_carried_write_then_read_list(x):
-    buf = [0.0, 0.0, 0.0]
-    s = 0.0
-    for i in range(3):
-        s = s + buf[i] * 2.0
-        buf[(i + 1) % 3] = x[i] ** 2
-    return s + buf[0]
+    return _loop_carried(x, [0.0, 0.0, 0.0])
 
 @case(R4.normal(size=3))
 def loop_carried_dict_obj(x):
