@@ -10,6 +10,8 @@ only ever see dense gradients.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 _NUMBERS = {float, int, complex, np.float64, np.float32, np.complex128}
@@ -156,5 +158,8 @@ def is_differentiable(x) -> bool:
         return any(is_differentiable(y) for y in x.values())
     if isinstance(x, (np.integer, np.bool_, bytes, range, type)):
         return False
-    # other numbers (Fraction, Decimal) and user objects may carry gradients
-    return not callable(x) or hasattr(x, "__code__") or hasattr(x, "__closure__")
+    # other numbers (Fraction, Decimal) and user objects, callable ones (layers, partials)
+    # too, may carry gradients; C functions and modules do not
+    if isinstance(x, types.ModuleType):
+        return False
+    return not callable(x) or hasattr(x, "__code__") or hasattr(x, "__dict__")

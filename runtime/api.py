@@ -114,7 +114,7 @@ class differentiable:
         return self.f(*args, **kw)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        return self if obj is None else differentiable(types.MethodType(self.f, obj))
 
     def grad(self, *args, **kw):
         gs = gradient(self.f, *args, **kw)

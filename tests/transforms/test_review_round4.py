@@ -8,8 +8,8 @@ keys, empty containers, int/bool/None fields, 0-d and float32 outputs, values re
 argument before it is changed, the same array passed twice.
 
 Passing cases compare with central finite differences on deep copies (``check_stateful``,
-``check_pullback``, or ``_fd`` below).  What this review found is kept as
-``test_open_*`` reproducers marked ``xfail(strict=True)``.
+``check_pullback``, or ``_fd`` below).  What this review found is kept as regression
+tests.
 """
 import copy
 import dataclasses
@@ -379,22 +379,16 @@ def test_indexing_a_list_of_callable_objects_is_right():
     check_stateful(f, [_Scale(2.0), _Scale(3.0)], 0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="silent wrong gradient: a for loop over a list of callable "
-                   "objects gives the list the gradient None (algebra.is_differentiable: "
-                   "callable objects are not differentiable)")
-def test_open_for_loop_over_a_list_of_callable_objects():
+def test_for_loop_over_a_list_of_callable_objects():
     # expected ([{'w': 1.5}, {'w': 1.0}], 6.0); got (None, 6.0)
     check_stateful(_loop_layers, [_Scale(2.0), _Scale(3.0)], 0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="silent wrong gradient: a generator expression over "
-                   "callable objects loses their gradient")
-def test_open_generator_over_callable_objects():
+def test_generator_over_callable_objects():
     check_stateful(lambda ls, x: sum(l(x) for l in ls), [_Scale(2.0), _Scale(3.0)], 0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="silent wrong gradient: dict.items() of callable objects")
-def test_open_items_loop_over_callable_objects():
+def test_items_loop_over_callable_objects():
     def f(d, x):
         for _, v in d.items():
             x = v(x)
@@ -414,9 +408,7 @@ class _Net:
         return x
 
 
-@pytest.mark.xfail(strict=True, reason="silent wrong gradient: the model's layers get no "
-                   "gradient (the whole model's gradient is None), also when f writes net.b")
-def test_open_model_with_a_list_of_callable_layers():
+def test_model_with_a_list_of_callable_layers():
     def f(net, x):
         y = net(x)
         net.b[0] = 0.1
@@ -424,10 +416,7 @@ def test_open_model_with_a_list_of_callable_layers():
     check_stateful(f, _Net(), 0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="silent wrong gradient: a for loop over a list of "
-                   "functools.partial objects drops their bound arguments' gradient "
-                   "(ps[0](x) gives it)")
-def test_open_for_loop_over_partials():
+def test_for_loop_over_partials():
     def mul(a, x):
         return a * x
     g = bytegrad.gradient(_loop_layers, [functools.partial(mul, 2.0)], 0.5)
@@ -443,10 +432,7 @@ class _WithMethod:
         return self.w * x
 
 
-@pytest.mark.xfail(strict=True, reason="crash: @differentiable on a method, obj.method.grad(x) "
-                   "raises AttributeError: 'functools.partial' object has no attribute 'grad' "
-                   "(differentiable.__get__ returns a bare partial)")
-def test_open_differentiable_method_grad_on_an_instance():
+def test_differentiable_method_grad_on_an_instance():
     o = _WithMethod(2.0)
     g = o.loss.grad(0.5)          # expected ({'w': 0.5}, 2.0) or 2.0: anything but a crash
     assert g is not None
