@@ -105,6 +105,15 @@ for _f in (np.ndarray.astype, np.astype, np.float64, np.float32, np.float16, np.
                   "integer type")(_cast_rule(_f))
 
 
+@rule(np.generic.item)
+def _scalar_item(x):
+    """``np.float64(v).item()``: the Python number; its gradient, in ``x``'s type."""
+    y = x.item()
+    if x.dtype.kind not in _FLOAT:
+        return y, nograd(1)
+    return y, lambda d: (None, x.dtype.type(np.real(d) if x.dtype.kind == "f" else d))
+
+
 @rule(np.ndarray.item, note="a dense gradient: O(x.size) a call")
 def _item(x, *args):
     y = x.item(*args)

@@ -275,3 +275,42 @@ def _sort_in_place(x, *args, **kw):
         return None, nograd(1 + len(args))
     _, back = rewrite(x, _sort, *args, **kw)
     return None, back
+
+
+# ---------------------------------------------------------------- diagonals and triangles
+
+@rule(np.diagonal, np.ndarray.diagonal)
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    y = np.diagonal(a, offset, axis1, axis2)
+    if not differentiable_input(a):
+        return y, nograd(4)
+    x = np.asarray(a)
+
+    def back(d):
+        g = np.zeros(x.shape, np.result_type(x.dtype, np.asarray(d).dtype))
+        i = np.arange(y.shape[-1])
+        np.moveaxis(g, (axis1, axis2), (-2, -1))[..., i + max(-offset, 0), i + max(offset, 0)] = d
+        return None, grad_for(a, g), None, None, None
+    return y, back
+
+
+@rule(np.diag)
+def _diag(v, k=0):
+    y = np.diag(v, k)
+    if not differentiable_input(v):
+        return y, nograd(2)
+    if np.ndim(v) == 2:  # the k-th diagonal of a matrix
+        y, back = _diagonal(v, k)
+        return y, lambda d: back(d)[:3]
+    return y, lambda d: (None, grad_for(v, np.diagonal(np.asarray(d), k).copy()), None)
+
+
+def _triangle(part):
+    """The rule of ``np.tril``/``np.triu``: the gradient keeps the same triangle."""
+    def r(m, k=0):
+        return part(m, k), lambda d: (None, grad_for(m, part(np.asarray(d), k)), None)
+    return r
+
+
+for _f in (np.tril, np.triu):
+    rule(_f)(_triangle(_f))

@@ -275,3 +275,15 @@ def test_sort_in_place():
         return x[order]
 
     check_rule(g, arr(4))
+
+
+def test_diagonals_triangles_and_scalar_item():
+    A, v, B = arr((3, 4)), arr(3, seed=1), arr((2, 3, 3), seed=2)
+    check_rule(lambda A: np.diag(A) ** 2, A)
+    check_rule(lambda A: np.diag(A, 1) ** 2, A)
+    check_rule(lambda v: np.diag(v, -1) * 2.0, v)
+    check_rule(lambda A: np.tril(A, -1) * A, A)
+    check_rule(lambda A: np.triu(A) * A, A)
+    check_rule(lambda B: np.diagonal(B, 1, 1, 2) ** 2, B)
+    check_rule(lambda B: B.diagonal(axis1=0, axis2=2) ** 2, B)
+    check_rule(lambda v: np.sum(v ** 2).item() * v, v)

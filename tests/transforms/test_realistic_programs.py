@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import bytegrad
-from bytegrad.runtime.errors import NoRuleError
 from test_stateful_programs import check_pullback, check_stateful
 
 
@@ -647,10 +646,8 @@ def diag_penalty(A):
     return np.sum(np.diag(A) ** 2) + np.sum(np.diag(A[0]) @ A)
 
 
-@pytest.mark.xfail(strict=True, raises=NoRuleError, reason="np.diag has no rule (NoRuleError)")
-def test_open_np_diag_has_no_rule():
-    # np.diag is everywhere in scientific code (diag of a matrix, diagonal matrix
-    # from a vector); today it raises NoRuleError
+def test_np_diag():
+    # np.diag is everywhere in scientific code (diag of a matrix, diagonal matrix from a vector)
     A = rng(20).standard_normal((3, 3))
     check_stateful(diag_penalty, A)
 
@@ -753,8 +750,7 @@ def gp_nll_with_diagonal(L_flat, y):
     return 0.5 * y @ np.linalg.solve(K, y) + np.sum(np.log(np.abs(np.diagonal(L))))
 
 
-@pytest.mark.xfail(strict=True, raises=NoRuleError, reason="np.tril / np.diagonal / ndarray.diagonal have no rule")
-def test_open_tril_and_diagonal_have_no_rule():
+def test_tril_and_diagonal():
     r = rng(21)
     check_stateful(gp_nll_with_diagonal, r.standard_normal(9) + 2.0, r.standard_normal(3),
                    rtol=1e-4)
@@ -770,9 +766,7 @@ def logged_training(w, X, y, lr):
     return np.mean((X @ w - y) ** 2) + 0.0 * history[-1]
 
 
-@pytest.mark.xfail(strict=True, raises=NoRuleError, reason="np.float64.item is generic.item, which has no rule "
-                   "(docs/numpy.md lists only ndarray.item)")
-def test_open_item_on_numpy_scalar():
+def test_item_on_numpy_scalar():
     r = rng(22)
     check_stateful(logged_training, r.standard_normal(2), r.standard_normal((4, 2)),
                    r.standard_normal(4), 0.1)
