@@ -83,7 +83,7 @@ def _getitem(x, k):
     return run_plain(lambda x, k: y, (x, k), {}, name=getitem)
 
 
-def _like(seq, d):
+def items_like(seq, d):
     """A gradient of the same kind as ``seq`` from the tuple of item gradients ``d``."""
     if isinstance(seq, np.ndarray):
         rows = [np.zeros(seq.shape[1:], seq.dtype) if g is None else g for g in d]
@@ -95,7 +95,7 @@ def _like(seq, d):
 
 @rule(ops.unpack)
 def _unpack(seq, n):
-    return ops.unpack(seq, n), lambda d: (None, _like(seq, d), None)
+    return ops.unpack(seq, n), lambda d: (None, items_like(seq, d), None)
 
 
 @rule(ops.unpack_ex)
@@ -105,7 +105,7 @@ def _unpack_ex(seq, before, after):
     def back(d):
         d = list(d)
         mid = d[before] if d[before] is not None else [None] * len(y[before])
-        return None, _like(seq, d[:before] + list(mid) + d[before + 1:]), None, None
+        return None, items_like(seq, d[:before] + list(mid) + d[before + 1:]), None, None
     return y, back
 
 
@@ -146,10 +146,12 @@ def _iterate(xs, state):
     if type(state) is not IndexIter:
         return ops.iterate(xs, state), nograd(2)
     i = state.i
-    if _TAKEN:
+    if _TAKEN and id(state.xs) in _TAKEN:
         _check_taken(state.xs, i)
     r = ops.iterate(xs, state)
     if r is None:
+        if _TAKEN:
+            _TAKEN.pop(id(state.xs), None)  # the loop is over
         return r, nograd(2)
     like = state.xs
     return r, lambda d: (None, None, d[1] if d[0] is None else accum(d[1], OneHot(like, i, d[0])))
@@ -198,7 +200,7 @@ def _zip(*xs):
 
     def back(d):
         cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
-        return (None,) + tuple(_like(x, c + (None,) * (len(x) - len(c))) for x, c in zip(xs, cols))
+        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) for x, c in zip(xs, cols))
     return y, back
 
 
@@ -206,12 +208,12 @@ def _zip(*xs):
 def _enumerate(xs, start=0):
     y = list(enumerate(xs, start))
     _taken(y, (xs,), lambda i: _same(xs[i], y[i][1]))
-    return y, lambda d: (None, _like(xs, [None if g is None else g[1] for g in d]), None)
+    return y, lambda d: (None, items_like(xs, [None if g is None else g[1] for g in d]), None)
 
 
 @rule(reversed)
 def _reversed(xs):
-    return list(reversed(xs)), lambda d: (None, _like(xs, list(d)[::-1]))
+    return list(reversed(xs)), lambda d: (None, items_like(xs, list(d)[::-1]))
 
 
 @rule(dict.items)
@@ -261,7 +263,7 @@ def _list_append(xs, x):
 @rule(ops.list_extend)
 def _list_extend(xs, ys):
     n = len(xs)
-    return ops.list_extend(xs, ys), lambda d: (None, list(d[:n]), _like(ys, d[n:]))
+    return ops.list_extend(xs, ys), lambda d: (None, list(d[:n]), items_like(ys, d[n:]))
 
 
 @rule(ops.map_add)
@@ -278,7 +280,7 @@ def _apply(f, args, kwargs=None):
     def back(d):
         g = pb(d)
         n = len(args)
-        dargs = _like(args, g[1:1 + n])
+        dargs = items_like(args, g[1:1 + n])
         return (None, g[0], dargs) + ((g[1 + n] if len(g) > 1 + n else None,) if kwargs else (None,))
     return y, wrapping(pb, back)
 
@@ -378,7 +380,7 @@ def _constructor(ctor):
         src = xs[0]
         if isinstance(src, dict):  # list(d) is its keys
             return y, nograd(1)
-        return y, lambda d: (None, _like(src, d) if isinstance(src, (list, tuple, np.ndarray))
+        return y, lambda d: (None, items_like(src, d) if isinstance(src, (list, tuple, np.ndarray))
                              else None)
     return r
 
@@ -416,7 +418,7 @@ def _super(*args):
 def _tuple_new(cls, *items):
     """``tuple.__new__(cls, iterable)``, as a named tuple's ``__new__`` calls it."""
     y = tuple.__new__(cls, *items)
-    return y, lambda d: (None, None) + ((_like(items[0], unwrap(d)),) if items else ())
+    return y, lambda d: (None, None) + ((items_like(items[0], unwrap(d)),) if items else ())
 
 
 @rule(next)

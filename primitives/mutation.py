@@ -21,6 +21,7 @@ from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import effectful, rule
 from ..runtime.shadow import current
 from ._util import unbroadcast
+from .containers import items_like
 
 _MISSING = object()
 
@@ -177,12 +178,11 @@ def _list_write(xs, k, v):
 
 
 def _like(v, g):
-    """The gradient of the iterable ``v`` from its items' gradients ``g``."""
-    if all(d is None for d in g):
+    """The gradient of the iterable ``v`` from its items' gradients ``g``: containers'
+    form of it, or None for any other iterable (an iterator consumed here)."""
+    if all(d is None for d in g) or not isinstance(v, (list, tuple, np.ndarray)):
         return None
-    if isinstance(v, np.ndarray):
-        return unbroadcast(v, np.array([0.0 if d is None else d for d in g]))
-    return tuple(g) if isinstance(v, tuple) else list(g) if isinstance(v, list) else None
+    return items_like(v, g)
 
 
 @rule(list.append)

@@ -13,6 +13,7 @@ import sys
 import types
 
 from ..ir import lift
+from ..ir.ops import WATCH
 from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
@@ -144,9 +145,10 @@ def call_function(f, args, kw, wrt=None):
         params, unbind = args, None
     y, tape = c.forward_for(f.__globals__)(f, *params)
     pb = Pullback(c.adjoint, tape, unbind)
-    sh = current()
-    if sh.mutated and sh.holds_mutated(y):
-        return y, mutation.Returned(pb, y, sh)
+    if WATCH.all:  # something was mutated: the result may hold it
+        sh = current()
+        if sh.holds_mutated(y):
+            return y, mutation.Returned(pb, y, sh)
     return y, pb
 
 

@@ -1,6 +1,7 @@
 """Shared checks: gradients against central finite differences."""
 from __future__ import annotations
 
+import copy
 import functools
 import types
 
@@ -72,7 +73,139 @@ def same_contents(a, b) -> bool:
         return type(a) is type(b) and len(a) == len(b) and all(map(same_contents, a, b))
     if isinstance(a, dict):
         return type(b) is dict and list(a) == list(b) and all(same_contents(a[k], b[k]) for k in a)
-    if hasattr(a, "__dict__") and not isinstance(a, (type, types.FunctionType, types.MethodType,
-                                                     types.ModuleType, functools.partial)):
+    if _is_object(a):
         return type(a) is type(b) and same_contents(vars(a), vars(b))
     return a == b
+
+
+# -- finite differences inside nested structures, for functions that change their arguments
+
+def _is_object(x):
+    """A user object whose fields (``vars``) are its differentiable parts."""
+    return hasattr(x, "__dict__") and not isinstance(
+        x, (type, types.FunctionType, types.MethodType, types.ModuleType, functools.partial))
+
+
+def _leaves(x, path=()):
+    """The path of every float inside ``x``; an array element's last step is its index tuple."""
+    if x is None or isinstance(x, (bool, int, np.integer, np.bool_, str)):
+        return
+    if isinstance(x, (float, np.floating)):
+        yield path
+    elif isinstance(x, np.ndarray):
+        if x.dtype.kind == "f":
+            for idx in np.ndindex(*x.shape):
+                yield path + (idx,)
+    elif isinstance(x, (list, tuple)):
+        for k, v in enumerate(x):
+            yield from _leaves(v, path + (k,))
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, path + (k,))
+    elif _is_object(x):
+        for k, v in vars(x).items():
+            yield from _leaves(v, path + (k,))
+
+
+def _bump(x, path, h):
+    """``x`` with ``h`` added to the float at ``path`` (in place where ``x`` is mutable;
+    tuples, named tuples and frozen dataclasses included)."""
+    if not path:
+        return x + h
+    k, rest = path[0], path[1:]
+    if isinstance(x, np.ndarray):
+        x[k] += h
+        return x
+    if isinstance(x, tuple):
+        items = list(x)
+        items[k] = _bump(x[k], rest, h)
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    if isinstance(x, (list, dict)):
+        x[k] = _bump(x[k], rest, h)
+        return x
+    object.__setattr__(x, k, _bump(getattr(x, k), rest, h))
+    return x
+
+
+def _grad_at(g, path):
+    """The entry of gradient ``g`` at ``path``; None and missing dict keys are zero."""
+    for k in path:
+        if g is None or (isinstance(g, dict) and k not in g):
+            return 0.0
+        g = g[k]
+    return 0.0 if g is None else g
+
+
+def _fd(phi, args, i, path, h):
+    def at(d):
+        a = list(copy.deepcopy(args))
+        a[i] = _bump(a[i], path, d)
+        return phi(*a)
+    return (at(h) - at(-h)) / (2 * h)
+
+
+def _compare(grads, orig, phi, rtol, atol, h):
+    assert len(grads) == len(orig)
+    for i, a in enumerate(orig):
+        if isinstance(a, (bool, int)):
+            assert grads[i] is None, f"argument {i} is an int but got gradient {grads[i]!r}"
+        if isinstance(a, (list, tuple)) and grads[i] is not None:
+            assert isinstance(grads[i], (list, tuple)) and len(grads[i]) == len(a), \
+                f"argument {i}: gradient {grads[i]!r} does not mirror {a!r}"
+        if (isinstance(a, dict) or _is_object(a)) and grads[i] is not None:
+            assert isinstance(grads[i], dict), f"argument {i}: gradient {grads[i]!r} is no dict"
+        for p in _leaves(a):
+            expected = _fd(phi, orig, i, p, h)
+            got = _grad_at(grads[i], p)
+            assert np.allclose(got, expected, rtol=rtol, atol=atol), \
+                f"argument {i} at {p}: bytegrad {got!r} vs finite differences {expected!r}"
+
+
+def check_stateful(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
+    """``gradient(f, *args)`` against finite differences in every float inside every
+    argument; the value equals a plain call's, and afterwards the arguments hold what a
+    plain call on a deep copy leaves in them.  Returns the gradients."""
+    orig = copy.deepcopy(args)
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    y, grads = bytegrad.value_and_gradient(f, *args)
+    assert np.allclose(y, y0, rtol=1e-12, atol=1e-12), (y, y0)
+    for i, (a, b) in enumerate(zip(args, plain)):
+        assert same_contents(a, b), f"argument {i} left as {a!r}; a plain call leaves {b!r}"
+    _compare(grads, orig, f, rtol, atol, h)
+    return grads
+
+
+def _vdot(seed, y):
+    """<seed, y> for nested outputs; None in the seed is zero."""
+    if seed is None:
+        return 0.0
+    if isinstance(y, np.ndarray):
+        return float(np.sum(seed * y))
+    if isinstance(y, (list, tuple)):
+        return sum(_vdot(s, v) for s, v in zip(seed, y))
+    if isinstance(y, dict):
+        return sum(_vdot(seed[k], y[k]) for k in seed)
+    return float(seed * y)
+
+
+def check_pullback(f, seed, *args, rtol=1e-5, atol=1e-6, h=1e-6):
+    """``pullback(f, *args)[1](seed)`` against finite differences of <seed, f(args)>;
+    the output equals a plain call's and the arguments end as a plain call leaves them,
+    also after ``back`` runs a second time."""
+    orig = copy.deepcopy(args)
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    y, back = bytegrad.pullback(f, *args)
+    assert same_contents(y, y0)
+    g = back(seed)
+    for a, b in zip(args, plain):
+        assert same_contents(a, b), f"argument left as {a!r}; a plain call leaves {b!r}"
+    _compare(g, orig, lambda *a: _vdot(seed, f(*a)), rtol, atol, h)
+    g2 = back(seed)
+    for a, b in zip(args, plain):
+        assert same_contents(a, b)
+    for i, a in enumerate(orig):
+        for p in _leaves(a):
+            assert np.allclose(_grad_at(g2[i], p), _grad_at(g[i], p), rtol=1e-12, atol=0)
+    return g

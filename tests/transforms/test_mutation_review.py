@@ -17,7 +17,7 @@ import pytest
 
 import bytegrad
 from bytegrad.runtime import shadow as _shadow
-from test_stateful_programs import check_pullback, check_stateful
+from checks import check_pullback, check_stateful
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ review found are kept as regression tests.
 """
 import copy, dataclasses, functools, math
 import numpy as np, pytest, bytegrad
-from test_stateful_programs import check_stateful, check_pullback
+from checks import check_pullback, check_stateful
 
 
 # hook on mutated array

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from test_stateful_programs import check_stateful
+from checks import check_stateful
 
 R1 = np.random.default_rng(0)
 R2 = np.random.default_rng(1)

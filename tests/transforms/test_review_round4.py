@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from test_stateful_programs import check_pullback, check_stateful
+from checks import check_pullback, check_stateful
 
 
 def _fd(f, args, i, h=1e-6):
