@@ -6,6 +6,7 @@ import importlib.util
 import numpy as np
 
 from ..runtime.algebra import is_differentiable
+from . import buffers
 from .kernels import kernel
 
 _FAST = frozenset({float, np.float64, int})  # reals whose gradients need no work
@@ -147,7 +148,7 @@ def fused(kern, d, u, *consts):
         return None
     if not have_numba():
         return None
-    out = np.empty(d.shape, dt)
+    out = buffers.empty(d.shape, dt)
     t = float if dt.char == "d" else dt.type  # numba reads a float faster than a float64
     kern(d.reshape(-1), u.reshape(-1), out.reshape(-1), *[t(c) for c in consts])
     return out

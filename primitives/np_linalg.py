@@ -25,6 +25,7 @@ import numpy as np
 
 from ..runtime.algebra import Eye
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
+from . import buffers
 from ._util import conj, unbroadcast as ub
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -123,7 +124,7 @@ def matmul_thunks(a, b, d):
         elif a2.ndim == 1:      # (k,) @ (..., k, n)
             g = _cj(b2) @ d2 if b2.ndim == 2 else (_cj(b2) @ d2[..., None])[..., 0]
         else:
-            g = d2 @ _mH(b2)
+            g = buffers.matmul(d2, _mH(b2))
         return _fit(a, g)
 
     def gb():
@@ -138,7 +139,7 @@ def matmul_thunks(a, b, d):
         elif b2.ndim == 1:      # (..., m, k) @ (k,)
             g = _cj(a2).T @ d2 if a2.ndim == 2 else (_mH(a2) @ d2[..., None])[..., 0]
         else:
-            g = _mH(a2) @ d2
+            g = buffers.matmul(_mH(a2), d2)
         return _fit(b, g)
 
     return ga, gb

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule
+from . import buffers
 from ._util import unbroadcast
 
 _NV = np._NoValue
@@ -122,7 +123,7 @@ def _dy(dy, x, kshape):
 
 def _spread(d, x):
     """A fresh array of ``x``'s shape and dtype holding ``d`` broadcast."""
-    g = np.empty(x.shape, x.dtype)
+    g = buffers.empty(x.shape, x.dtype)
     g[...] = d
     return g
 
