@@ -71,6 +71,7 @@ def empty(shape, dtype=np.float64):
 
 def matmul(a, b):
     """``a @ b`` into an array from `empty` (2-D float operands; others as ``a @ b``)."""
-    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.kind not in "fc":
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.kind not in "fc" \
+            or a.shape[0] * b.shape[1] * a.itemsize < SMALL:
         return a @ b
     return np.matmul(a, b, out=empty((a.shape[0], b.shape[1]), a.dtype))

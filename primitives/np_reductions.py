@@ -220,8 +220,11 @@ def _mean(a, *args, **kw):
     if x is None:
         return y, nograd(n + 1)
     _no_out(_arg(args, kw, 2, "out"), "mean")
+    whole = not args and not kw and x is a
 
     def back(dy):
+        if whole:  # the common np.mean(x): each element gets dy / x.size
+            return None, _spread(_real_for(dy, x) / (x.size or 1), x)
         axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
         d = _dy(dy, x, _kshape(x.shape, axes))
         w = _mask(kw.get("where", True), x)

@@ -124,10 +124,14 @@ def watcher(pb, y, operands):
         hits = [(k, x) for k, x in enumerate(operands) if sh.holds_mutated(x)]
         if hits:
             pb = Routed(pb, hits, sh)
-    if type(y) in WATCH.kinds and not sh.is_mutated(y) and not any(y is x for x in operands):
-        # (an operand passed through, as by stop_gradient or hook, was made elsewhere)
-        pb = Owned(pb, y, sh)
-    return pb
+        if sh.is_mutated(y):
+            return pb
+    if type(y) not in WATCH.kinds:
+        return pb
+    for x in operands:  # an operand passed through (stop_gradient, hook) was made elsewhere
+        if x is y:
+            return pb
+    return Owned(pb, y, sh)
 
 
 def changeable(x) -> bool:

@@ -51,10 +51,12 @@ class Lazy:
         self.thunks = thunks
 
     def __getitem__(self, i):
-        if isinstance(i, slice):
-            return Lazy(*self.thunks[i])
         t = self.thunks[i]
-        return None if t is None else t()
+        if t is None:
+            return None
+        if type(i) is slice:
+            return Lazy(*t)
+        return t()
 
     def __len__(self):
         return len(self.thunks)
