@@ -149,8 +149,9 @@ def _compare(grads, orig, phi, rtol, atol, h):
     for i, a in enumerate(orig):
         if isinstance(a, (bool, int)):
             assert grads[i] is None, f"argument {i} is an int but got gradient {grads[i]!r}"
-        if isinstance(a, (list, tuple)) and grads[i] is not None:
-            assert isinstance(grads[i], (list, tuple)) and len(grads[i]) == len(a), \
+        if isinstance(a, (list, tuple)) and grads[i] is not None:  # a list for a list
+            kind = list if isinstance(a, list) else tuple
+            assert isinstance(grads[i], kind) and len(grads[i]) == len(a), \
                 f"argument {i}: gradient {grads[i]!r} does not mirror {a!r}"
         if (isinstance(a, dict) or _is_object(a)) and grads[i] is not None:
             assert isinstance(grads[i], dict), f"argument {i}: gradient {grads[i]!r} is no dict"

@@ -14,68 +14,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad
-
-
-# ---------------------------------------------------------------------------
-# a finite-difference checker for list / tuple / dict arguments
-# ---------------------------------------------------------------------------
-
-def _leaves(x):
-    """(key, value) for every float leaf of a list/tuple/dict (one level)."""
-    if isinstance(x, dict):
-        return list(x.items())
-    return list(enumerate(x))
-
-
-def _replace(x, k, v):
-    if isinstance(x, dict):
-        y = dict(x)
-    else:
-        y = list(x)
-    y[k] = v
-    return tuple(y) if isinstance(x, tuple) else y
-
-
-def check_container_grad(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
-    """Like `check_grad`, but list, tuple and dict arguments (of floats) are allowed;
-    their gradients must mirror them (a list for a list, a dict for a dict)."""
-    import copy
-    before = copy.deepcopy(args)
-    y, grads = bytegrad.value_and_gradient(f, *args)
-    assert np.allclose(y, f(*args), rtol=1e-12, atol=0)
-    for a, b in zip(args, before):
-        if isinstance(a, np.ndarray):
-            assert np.array_equal(a, b), "an argument was modified"
-        else:
-            assert a == b, "an argument was modified"
-    assert len(grads) == len(args)
-    for i, (a, g) in enumerate(zip(args, grads)):
-        if isinstance(a, (list, tuple, dict)):
-            assert g is not None, f"argument {i}: no gradient"
-            assert type(g) is type(a), f"argument {i}: gradient {g!r} does not mirror {a!r}"
-            assert len(g) == len(a)
-            for k, v in _leaves(a):
-                def at(xk, k=k):
-                    aa = list(args)
-                    aa[i] = _replace(a, k, xk)
-                    return f(*aa)
-                fd = (at(v + h) - at(v - h)) / (2 * h)
-                gk = g[k] if g[k] is not None else 0.0
-                assert np.allclose(gk, fd, rtol=rtol, atol=atol), \
-                    f"argument {i}[{k!r}]: bytegrad {gk!r} vs finite differences {fd!r}"
-        elif isinstance(a, (bool, int)):
-            assert g is None
-        else:
-            def at(xv):
-                aa = list(args)
-                aa[i] = xv
-                return f(*aa)
-            fd = (at(a + h) - at(a - h)) / (2 * h)
-            got = 0.0 if g is None else g
-            assert np.allclose(got, fd, rtol=rtol, atol=atol), \
-                f"argument {i}: bytegrad {got!r} vs finite differences {fd!r}"
-    return grads
+from checks import check_grad, check_stateful
 
 
 # ---------------------------------------------------------------------------
@@ -593,7 +532,7 @@ def test_starred_unpacking_of_tuple_argument():
             s = s * v
         return s
 
-    check_container_grad(f, (1.5, 2.0, -0.5))
+    check_stateful(f, (1.5, 2.0, -0.5))
 
 
 def test_tuple_return_of_inner_function():
@@ -647,12 +586,12 @@ def sum_of_squares(xs):
 
 
 def test_for_over_list_argument():
-    g, = check_container_grad(sum_of_squares, [1.0, -2.0, 3.5])
+    g, = check_stateful(sum_of_squares, [1.0, -2.0, 3.5])
     assert g == [2.0, -4.0, 7.0]
 
 
 def test_for_over_tuple_argument():
-    g, = check_container_grad(sum_of_squares, (1.0, -2.0, 3.5))
+    g, = check_stateful(sum_of_squares, (1.0, -2.0, 3.5))
     assert g == (2.0, -4.0, 7.0)
 
 
@@ -692,7 +631,7 @@ def test_for_over_list_with_break():
             s = s + v * v
         return s
 
-    g, = check_container_grad(f, [1.0, 2.0, -1.0, 4.0])
+    g, = check_stateful(f, [1.0, 2.0, -1.0, 4.0])
     assert g == [2.0, 4.0, 0.0, 0.0] or g == [2.0, 4.0, None, None]
 
 
@@ -725,7 +664,7 @@ def test_for_over_dict_keys():
             s = s + d[k] * d[k]
         return s
 
-    g, = check_container_grad(f, {"a": 1.0, "b": -2.0})
+    g, = check_stateful(f, {"a": 1.0, "b": -2.0})
     assert g == {"a": 2.0, "b": -4.0}
 
 
@@ -736,7 +675,7 @@ def test_zip_of_lists():
             s = s + a * b
         return s
 
-    g = check_container_grad(dot, [1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    g = check_stateful(dot, [1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
     assert g == ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])
 
 
@@ -757,7 +696,7 @@ def test_zip_unequal_lengths():
             s = s + a * b
         return s
 
-    g = check_container_grad(f, [1.0, 2.0, 3.0], [4.0, 5.0])
+    g = check_stateful(f, [1.0, 2.0, 3.0], [4.0, 5.0])
     assert list(g[0]) == [4.0, 5.0, 0.0] or list(g[0]) == [4.0, 5.0, None]
 
 
@@ -768,7 +707,7 @@ def test_enumerate():
             s = s + (i + 1) * v * v
         return s
 
-    g, = check_container_grad(f, [1.0, 2.0, 3.0])
+    g, = check_stateful(f, [1.0, 2.0, 3.0])
     assert g == [2.0, 8.0, 18.0]
     check_grad(f, np.array([1.0, 2.0, 3.0]))
 
@@ -780,7 +719,7 @@ def test_enumerate_with_start():
             s = s + i * v
         return s
 
-    g, = check_container_grad(f, [1.0, 2.0, 3.0])
+    g, = check_stateful(f, [1.0, 2.0, 3.0])
     assert g == [2.0, 3.0, 4.0]
 
 
@@ -791,7 +730,7 @@ def test_dict_items():
             s = s + len(k) * v * v
         return s
 
-    g, = check_container_grad(f, {"a": 1.0, "bb": 2.0, "ccc": -1.0})
+    g, = check_stateful(f, {"a": 1.0, "bb": 2.0, "ccc": -1.0})
     assert g == {"a": 2.0, "bb": 8.0, "ccc": -6.0}
 
 
@@ -802,7 +741,7 @@ def test_dict_values_and_lookup():
             s = s + v * x
         return s
 
-    check_container_grad(f, {"w": 2.0, "b": 3.0}, 1.5)
+    check_stateful(f, {"w": 2.0, "b": 3.0}, 1.5)
 
 
 def test_dict_built_inside_function():
@@ -869,7 +808,7 @@ def test_list_index_reads_in_loop():
             s = s + xs[i] * w ** i
         return s
 
-    g = check_container_grad(f, [1.0, 2.0, 3.0], 0.5)
+    g = check_stateful(f, [1.0, 2.0, 3.0], 0.5)
     assert g[0] == [1.0, 0.5, 0.25]
 
 
@@ -890,7 +829,7 @@ def test_reversed_list():
             s = s * 0.5 + v
         return s
 
-    check_container_grad(f, [1.0, 2.0, 3.0])
+    check_stateful(f, [1.0, 2.0, 3.0])
 
 
 def test_list_append_in_loop():
@@ -903,7 +842,7 @@ def test_list_append_in_loop():
             s = s + y * y
         return s
 
-    check_container_grad(f, [1.0, -2.0, 3.0], 0.5)
+    check_stateful(f, [1.0, -2.0, 3.0], 0.5)
 
 
 def test_list_item_assignment():
@@ -928,7 +867,7 @@ def test_list_comprehension_over_list_argument():
             s = s + y
         return s
 
-    g, = check_container_grad(f, [1.0, 2.0, 3.0])
+    g, = check_stateful(f, [1.0, 2.0, 3.0])
     assert g == [2.0, 4.0, 6.0]
 
 
@@ -940,7 +879,7 @@ def test_list_comprehension_with_condition_and_closure_over_argument():
             s = s + y * y
         return s
 
-    check_container_grad(f, [1.0, -2.0, 3.0], 0.5)
+    check_stateful(f, [1.0, -2.0, 3.0], 0.5)
 
 
 def test_list_comprehension_over_array():
@@ -968,7 +907,7 @@ def test_dict_comprehension():
         d = {i: v * v for i, v in enumerate(xs)}
         return d[0] + d[1] * d[2]
 
-    check_container_grad(f, [1.0, 2.0, 3.0])
+    check_stateful(f, [1.0, 2.0, 3.0])
 
 
 def test_dict_comprehension_over_items():
@@ -976,7 +915,7 @@ def test_dict_comprehension_over_items():
         e = {k: v * 2.0 for k, v in d.items()}
         return e["a"] * e["b"]
 
-    g, = check_container_grad(f, {"a": 1.5, "b": 2.5})
+    g, = check_stateful(f, {"a": 1.5, "b": 2.5})
     assert g == {"a": 10.0, "b": 6.0}
 
 
@@ -1492,7 +1431,7 @@ def test_builtins_in_control_flow():  # needs builtin rules (sum, min, max, floa
         s = sum(xs) + sum([v * v for v in xs])
         return max(s, y) * min(float(y), 2.0 * y)
 
-    check_container_grad(f, [1.0, 2.0, 3.0], 0.5)
+    check_stateful(f, [1.0, 2.0, 3.0], 0.5)
 
 
 def test_for_loop_over_an_array_where_some_items_get_no_gradient():
