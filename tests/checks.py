@@ -12,11 +12,12 @@ import bytegrad
 
 def fd_gradient(f, args, i, h=1e-6):
     """Central finite difference of scalar ``f`` in positional argument ``i``
-    (a float, complex or float array); complex per the Zygote convention."""
+    (a float, complex or float array); complex per the Zygote convention.  Each
+    evaluation gets deep copies of the arguments: ``f`` may change them."""
     x = args[i]
 
     def at(xi):
-        a = list(args)
+        a = copy.deepcopy(list(args))
         a[i] = xi
         return f(*a)
 

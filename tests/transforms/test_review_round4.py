@@ -20,25 +20,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_pullback, check_stateful
-
-
-def _fd(f, args, i, h=1e-6):
-    """Central finite differences of the scalar ``f(*args)`` in the float array ``args[i]``
-    (or the float ``args[i]``), every evaluation on deep copies."""
-    def at(idx, d):
-        a = copy.deepcopy(list(args))
-        if idx is None:
-            a[i] = a[i] + d
-        else:
-            a[i][idx] += d
-        return f(*a)
-    if isinstance(args[i], float):
-        return (at(None, h) - at(None, -h)) / (2 * h)
-    g = np.zeros_like(args[i], dtype=float)
-    for idx in np.ndindex(*g.shape):
-        g[idx] = (at(idx, h) - at(idx, -h)) / (2 * h)
-    return g
+from checks import check_pullback, check_stateful, fd_gradient
 
 
 # ---------------------------------------------------------------------------
@@ -86,7 +68,7 @@ def test_argnums_where_an_unselected_argument_carries_the_gradient(argnums):
     nums = (argnums,) if isinstance(argnums, int) else argnums
     got = (got,) if isinstance(argnums, int) else got
     for g, i in zip(got, nums):
-        assert np.allclose(g, _fd(_buf_written_by_wrt, args, i % 3), atol=1e-5)
+        assert np.allclose(g, fd_gradient(_buf_written_by_wrt, args, i % 3), atol=1e-5)
 
 
 def _pb_mutating(x, y):
@@ -144,7 +126,7 @@ def test_keyword_only_buffer_written_with_the_argument():
     b = np.ones(3)
     y, (g,) = bytegrad.value_and_gradient(f, np.array([1.0, 2.0, 3.0]), buf=b)
     assert y == 8.0 and np.array_equal(b, [3.0, 1.0, 1.0])
-    assert np.allclose(g, _fd(lambda x: f(x, buf=np.ones(3)), [np.array([1.0, 2.0, 3.0])], 0))
+    assert np.allclose(g, fd_gradient(lambda x: f(x, buf=np.ones(3)), [np.array([1.0, 2.0, 3.0])], 0))
 
 
 def test_kwargs_containers_written_and_appended():
@@ -159,7 +141,7 @@ def test_kwargs_containers_written_and_appended():
     A0, L0 = np.array([1.0, 2.0, 3.0]), []
     assert y == f(x.copy(), a=A0, b=L0)
     assert np.array_equal(A, A0) and len(L) == 1 and np.array_equal(L[0], L0[0])
-    assert np.allclose(g, _fd(lambda x: f(x, a=np.array([1.0, 2.0, 3.0]), b=[]), [x], 0))
+    assert np.allclose(g, fd_gradient(lambda x: f(x, a=np.array([1.0, 2.0, 3.0]), b=[]), [x], 0))
 
 
 def test_kwargs_dict_passed_with_double_star_inside():
@@ -337,7 +319,7 @@ def test_same_array_passed_twice_and_written():
     def total(u):
         u = u.copy()
         return f(u, u)
-    assert np.allclose(ga + gb, _fd(total, [np.array([1.0, 2.0, 3.0])], 0), atol=1e-5)
+    assert np.allclose(ga + gb, fd_gradient(total, [np.array([1.0, 2.0, 3.0])], 0), atol=1e-5)
 
 
 def test_differentiable_function_with_keyword_buffer():
