@@ -20,6 +20,7 @@ from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import effectful, rule
 from ..runtime.shadow import current
+from ._named import by_name
 from ._util import unbroadcast
 from .containers import items_like
 
@@ -143,6 +144,115 @@ def _fill(a, v):
         g = undo()
         return None, None, None if g is None else unbroadcast(v, g)
     return None, Effect(back)
+
+
+def _flat_write(a, flat, v, name, write):
+    """``write()`` stores the items of ``v`` (flattened, repeated as needed) at the flat
+    positions ``flat`` of array ``a``, as np.put, np.place and np.fill_diagonal do.  The
+    pullback takes the gradient of the written positions out of the shadow for ``v``
+    (of a repeated position, the last write's: NumPy keeps it), restores the old values,
+    and returns ``{name: gradient}`` for `by_name`."""
+    sh = current()
+    at = a[None] if a.ndim == 0 else a  # a view with an axis to index
+    k = np.unravel_index(flat, at.shape)
+    old = at[k]
+    write()
+    sh.mark(a)
+    losers = _overwritten(flat, (a.size,)) if flat.size > 1 else None
+
+    def back(_):
+        g = sh.take_at(at, k)
+        at[k] = old
+        if g is None:
+            return {}
+        if losers is not None:
+            g[losers] = 0
+        return {name: lambda: _cycled(v, g)}
+    return Effect(back)
+
+
+def _cycled(v, g):
+    """The gradient of ``v`` whose flattened items, repeated, received ``g``."""
+    n = np.size(v)
+    if n == 0:
+        return None
+    whole = np.zeros(max(-(-g.size // n), 1) * n, g.dtype)
+    whole[:g.size] = g
+    return unbroadcast(v, whole.reshape(-1, n).sum(axis=0).reshape(np.shape(v)))
+
+
+def _needs_array(a, name):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: the array to change must be a numpy.ndarray, not {type(a).__name__}")
+
+
+_PUT_MODES = {"raise": "raise", "wrap": "wrap", "clip": "clip", 2: "raise", 1: "wrap", 0: "clip"}
+
+
+def _put_positions(n, ind, mode):
+    """The flat positions np.put writes in an array of ``n`` elements, in the order of
+    ``ind``: negative ones count from the end (mode 'raise'), or wrap, or are clipped."""
+    try:
+        how = _PUT_MODES.get(mode)
+    except TypeError:  # an unhashable mode
+        how = None
+    if how is None:
+        raise ValueError(f"np.put: mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    flat = np.asarray(ind).astype(np.intp).reshape(-1)
+    if not flat.size:
+        return flat
+    if n == 0:
+        raise IndexError("np.put: cannot write into an empty array")
+    if how == "clip":
+        return np.clip(flat, 0, n - 1)
+    if how == "raise":
+        bad = flat[(flat < -n) | (flat >= n)]
+        if bad.size:
+            raise IndexError(f"index {bad[0]} is out of bounds for axis 0 with size {n}")
+    return flat % n
+
+
+@rule(np.put, np.ndarray.put, note="modes raise, wrap, clip; v repeated as needed; at a "
+      "repeated index the last write wins, as in NumPy")
+@by_name("np.put")
+def _put(a, ind, v, mode="raise"):
+    _needs_array(a, "np.put")
+    flat = _put_positions(a.size, ind, mode)
+    return None, _flat_write(a, flat, v, "v", lambda: np.put(a, ind, v, mode=mode))
+
+
+@rule(np.place, note="vals repeated as needed, as in NumPy")
+@by_name("np.place")
+def _place(arr, mask, vals):
+    _needs_array(arr, "np.place")
+    mask_ = np.asarray(mask, dtype=bool)
+    if mask_.size != arr.size:
+        raise ValueError("np.place: mask and data must be the same size")
+    return None, _flat_write(arr, np.flatnonzero(mask_), vals, "vals",
+                             lambda: np.place(arr, mask, vals))
+
+
+def _diagonal_positions(a, wrap):
+    """The flat positions np.fill_diagonal writes (NumPy's own computation)."""
+    if a.ndim < 2:
+        raise ValueError("np.fill_diagonal: array must be at least 2-d")
+    if a.ndim == 2:
+        step = a.shape[1] + 1
+        end = a.size if wrap else min(a.shape[1] * a.shape[1], a.size)
+    else:
+        if len(set(a.shape)) != 1:
+            raise ValueError("np.fill_diagonal: all dimensions of input must be of equal length")
+        step = 1 + int(np.cumprod(a.shape[:-1]).sum())
+        end = a.size
+    return np.arange(0, end, step)
+
+
+@rule(np.fill_diagonal, note="val repeated as needed; wrap=False and wrap=True")
+@by_name("np.fill_diagonal")
+def _fill_diagonal(a, val, wrap=False):
+    _needs_array(a, "np.fill_diagonal")
+    return None, _flat_write(a, _diagonal_positions(a, wrap), val, "val",
+                             lambda: np.fill_diagonal(a, val, wrap))
 
 
 # -- lists ---------------------------------------------------------------------
@@ -379,6 +489,22 @@ def _dict_pop(d, k, *default):
     return y, Effect(back)
 
 
+@rule(dict.popitem)
+def _popitem(d):
+    """``d.popitem()``: the value's gradient goes to ``d``'s entry at its key, as for ``pop``."""
+    sh = current()
+    items = dict(d)
+    k, v = d.popitem()
+    sh.mark(d)
+
+    def back(dy):
+        e = sh.entry(d, dict)
+        e[k] = accum(e.get(k), None if dy is None else dy[1])
+        _refill(d, items)
+        return None, None
+    return (k, v), Effect(back)
+
+
 @rule(dict.clear)
 def _dict_clear(d):
     back = _replace_all(d, dict(d), _refill)
@@ -497,4 +623,5 @@ def _delattr(obj, name):
     return None, Effect(back)
 
 
-effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at)
+effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at,
+          np.put, np.place, np.fill_diagonal)

@@ -108,6 +108,91 @@ def test_integer_array_writes_run_and_are_restored():
     check_mutating(f, arr(3))
 
 
+def test_put_writes_flat_positions_and_the_last_repeat_wins():
+    def f(x, v):
+        a = x * 1.0
+        before = a * 2.0  # its pullback must see the values before the write
+        np.put(a, [0, 2, 0, -1], v)  # v cycles: a[0] = v[0] then v[0] again (v[0] wins)
+        return (a ** 2).sum() + (before * a).sum()
+    check_mutating(f, arr(4), arr(3, seed=1))
+
+    def g(x, v):
+        a = x.reshape(2, 3) * 1.0
+        a.put([5, 1], v, mode="wrap")
+        np.put(a, 7, v[0] * 3.0, "wrap")
+        np.put(a, [-9, 10], v, mode="clip")
+        np.put(a, ind=[4], v=v[::-1])  # v longer than ind: its first item
+        return (np.sin(a) * x.reshape(2, 3)).sum()
+    check_mutating(g, arr(6), arr(2, seed=1))
+
+
+def test_put_into_an_argument_a_view_and_float32():
+    def f(x, v):
+        np.put(x[1:], [0, 2], v)  # through a view: positions 1 and 3 of x
+        return (x * x).sum() * v
+    check_stateful(f, arr(5), 0.5)
+
+    def g(x, v):
+        a = x * 1.0
+        np.put(a, [1], v)
+        return (a * a).sum()
+    gx, gv = bytegrad.gradient(g, arr(3, np.float32), np.float32(2.0))
+    assert gx.dtype == np.float32 and gx[1] == 0 and type(gv) is np.float32 and gv == 4.0
+    gx, gv = bytegrad.gradient(g, arr(3, np.float32), np.array([2.0]))
+    assert gv.dtype == np.float64 and gv.tolist() == [4.0]
+
+
+def test_place_and_fill_diagonal():
+    def f(x, v):
+        np.place(x, x > 0, v)  # the first len(positions) items of v, cycled
+        return (x ** 3).sum()
+    check_stateful(f, arr(5), arr(2, seed=1))
+
+    def g(x, v, s):
+        a = x * 1.0
+        np.fill_diagonal(a, v)
+        b = np.zeros((5, 2))
+        np.fill_diagonal(b, s, wrap=True)  # rows 0, 1 and 3, 4
+        c = np.zeros((3, 3, 3))
+        np.fill_diagonal(c, val=v[:2])
+        np.place(a, mask=a > 100.0, vals=v)  # nowhere
+        return (a * x).sum() + (b ** 2).sum() * a[0, 0] + (c * c).sum()
+    check_mutating(g, arr((3, 3)), arr(3, seed=2), 0.7)
+
+
+def test_writes_of_integer_arrays_and_into_constants_are_restored():
+    def f(x):
+        a = np.ones(3)
+        y = a * x
+        np.put(a, [0], 5.0)  # no gradient flows, but y's pullback must see the old a
+        i = np.array([0, 1])
+        z = x[i]
+        np.place(i, [True, True], [2, 2])
+        return y.sum() + a.sum() + (z * x[i]).sum()
+    check_mutating(f, arr(3))
+
+
+def test_flat_writes_refuse_bad_input_by_name():
+    def run(write):
+        def f(x, v):
+            a = x * 1.0
+            write(a, v)
+            return a.sum()
+        bytegrad.gradient(f, arr(3), 2.0)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        run(lambda a, v: np.put(a, [5], v))
+    with pytest.raises(ValueError, match="np.put: mode must be one of"):
+        run(lambda a, v: np.put(a, [0], v, mode="r"))
+    with pytest.raises(TypeError, match=r"np.put\(\): .*unexpected keyword argument 'clip'"):
+        run(lambda a, v: np.put(a, [0], v, clip=True))
+    with pytest.raises(TypeError, match="np.put: the array to change must be a numpy.ndarray"):
+        run(lambda a, v: np.put(list(a), [0], v))
+    with pytest.raises(ValueError, match="np.place: mask and data must be the same size"):
+        run(lambda a, v: np.place(a, [True], v))
+    with pytest.raises(ValueError, match="np.fill_diagonal: array must be at least 2-d"):
+        run(lambda a, v: np.fill_diagonal(a, v))
+
+
 # -- lists -----------------------------------------------------------------------
 
 def test_list_methods():
@@ -174,6 +259,25 @@ def test_dict_methods():
         del d["e"]
         return d["a"] * d["b"] + v * p + sum(d.values())
     check_mutating(f, 0.7, 1.3)
+
+
+def test_dict_popitem():
+    def f(x, y):
+        d = {"a": x, "b": y * 2.0}
+        d["c"] = x * y
+        k, v = d.popitem()
+        v2 = d.popitem()[1]
+        d["b"] = v2 * x
+        return v * v2 + d["a"] * d["b"] * (1.0 if k == "c" else 0.0)
+    check_mutating(f, 0.7, 1.3)
+
+    def g(d, w):
+        k, v = d.popitem()
+        return v * w + d["a"]
+    grads = check_stateful(g, {"a": 0.5, "b": 2.0}, 1.5)
+    assert grads[0] == {"a": 1.0, "b": 1.5}
+    with pytest.raises(KeyError, match="dictionary is empty"):
+        bytegrad.gradient(lambda x: {}.popitem()[1] * x, 1.0)
 
 
 def test_dict_argument_of_weights():
@@ -301,6 +405,29 @@ def test_random_list_programs(program):
                 s = s + xs[i % len(xs)] * xs[0]
         return s + sum(xs)
     check_mutating(f, 0.7, 1.2, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "place", "diagonal", "read"]),
+                          st.lists(st.integers(-4, 3), min_size=1, max_size=4)),
+                min_size=1, max_size=8))
+def test_random_flat_writes(program):
+    """put (repeats and negative indices), place and fill_diagonal mixed with reads, on a
+    2 x 2 array; the written values come from the reads so far."""
+    def f(x, w):
+        a = x * 1.0
+        s = 0.0
+        for op, idx in program:
+            if op == "put":
+                np.put(a, idx, [s * w, w, s + w])
+            elif op == "place":
+                np.place(a, [i % 2 == 0 for i in range(4)] if idx[0] > 0 else a < 0, s + w)
+            elif op == "diagonal":
+                np.fill_diagonal(a, [w * a[0, 1], s])
+            else:
+                s = s + a.reshape(-1)[idx[0]] * w
+        return s + (a * a).sum()
+    check_mutating(f, arr((2, 2)), 0.6, rtol=1e-5, atol=1e-6)
 
 
 def test_repeated_indices_keep_the_last_write():

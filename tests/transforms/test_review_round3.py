@@ -850,7 +850,7 @@ def r_reduce(x):
     return functools.reduce(lambda s, v: s * v + 1.0, x, 0.5)
 
 
-@pytest.mark.parametrize("f", [r_putmask, r_put, r_put_along_axis, r_view,
+@pytest.mark.parametrize("f", [r_putmask, r_put_along_axis, r_view,
                                r_setitem_in_comprehension, r_reduce])
 def test_writes_and_calls_without_a_rule_are_refused(f):
     x = np.array([0.5, -1.0, 2.0, 0.25])
@@ -858,6 +858,11 @@ def test_writes_and_calls_without_a_rule_are_refused(f):
     with pytest.raises(bytegrad.NoRuleError):
         bytegrad.gradient(f, x)
     assert np.array_equal(x, keep)
+
+
+def test_put_has_a_rule_now():
+    """``a.put`` was refused when this review ran; it has a rule now (primitives/mutation.py)."""
+    check_stateful(r_put, np.array([0.5, -1.0, 2.0, 0.25]))
 
 
 # ---------------------------------------------------------------------------
