@@ -13,9 +13,11 @@ float32 stays float32; integer and boolean arguments get None):
     arctan2 hypot logaddexp logaddexp2 copysign (gradient to the magnitude only)
     — from the table `BINARY`;
     maximum minimum fmax fmin where clip (and the methods ``x.clip``, ``x.conj``,
-    ``x.conjugate``); with SciPy, ``scipy.special.expit``, ``logit``, ``log_expit``
-    (registered when ``scipy.special`` is imported, so bytegrad itself does not
-    import SciPy).
+    ``x.conjugate``); nan_to_num (``x`` gets the gradient where it is finite, the
+    replacement values ``nan=``, ``posinf=``, ``neginf=`` where they replaced;
+    ``copy=False`` is a write into ``x``); with SciPy, ``scipy.special.expit``,
+    ``logit``, ``log_expit`` (registered when ``scipy.special`` is imported, so
+    bytegrad itself does not import SciPy).
 Non-differentiable (run plainly, carry no gradient): floor ceil trunc rint fix
     round around ``x.round`` floor_divide (piecewise constant: the derivative is 0
     wherever it exists), isnan isinf isfinite isposinf isneginf signbit isreal
@@ -67,8 +69,10 @@ import sys
 
 import numpy as np
 
+from ..runtime.mutation import rewrite, wrapping
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from . import _util
+from ._named import by_name
 from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub
 from .operators import _grads, pow_grads
 
@@ -553,6 +557,67 @@ def clip_rule(f):
 for _f in (np.clip, np.ndarray.clip):
     rule(_f, note="x gets the gradient where lo <= x <= hi (or NaN), a bound where x is "
          "strictly beyond it; bounds given by keyword get none")(clip_rule(_f))
+
+
+# -- nan_to_num: the gradient passes where x is finite.
+
+_REPLACED = ((np.isnan, "nan"), (np.isposinf, "posinf"), (np.isneginf, "neginf"))
+
+
+def _replaced(x, nan, posinf, neginf):
+    """The rule of ``np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)``, a copy:
+    ``x`` gets the gradient where it is finite, each replacement value the sum of it
+    where it replaced (the real and imaginary parts of complex ``x`` apart)."""
+    y = np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+    xa = _arr(x)
+    if np.asarray(xa).dtype.kind not in "fc":  # nothing to replace: y is x
+        return y, nograd(4)
+
+    def back(d):
+        d = np.asarray(d)
+        if np.iscomplexobj(xa):  # NumPy replaces in the real and imaginary parts apart
+            re, im = np.real(xa), np.imag(xa)
+
+            def where(test):
+                return select(test(re), d.real), select(test(im), d.imag)
+        else:
+            def where(test):
+                return (select(test(xa), np.real(d)),)
+
+        def replacement(test, v):
+            return _thunk(v, lambda: ub(v, _joined(where(test), 1)))
+        return Lazy(None, lambda: ub(x, _joined(where(np.isfinite), 1j)),
+                    *(replacement(t, v) for (t, _), v in zip(_REPLACED, (nan, posinf, neginf))))
+    return y, back
+
+
+def _joined(parts, unit):
+    """One gradient from that of the real part and, if there is one, the imaginary
+    part (times ``unit``)."""
+    return parts[0] if len(parts) == 1 else parts[0] + unit * parts[1]
+
+
+def _names(d, names):
+    """The gradients ``d[1], d[2], …`` as `by_name` thunks for ``names`` (None: skipped)."""
+    return {n: (lambda i=i: d[i]) for i, n in enumerate(names, 1) if n is not None}
+
+
+_NAN_TO_NUM = ("x",) + tuple(n for _, n in _REPLACED)
+
+
+@rule(np.nan_to_num, note="x gets the gradient where it is finite, nan=/posinf=/neginf= "
+      "where they replaced; copy=False writes into x")
+@by_name("np.nan_to_num")
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if not copy and isinstance(x, np.ndarray):  # NumPy replaces in x itself
+        if x.dtype.kind not in "fc":
+            return np.nan_to_num(x, copy=False), lambda d: {}
+        _, back = rewrite(x, _replaced, nan, posinf, neginf)
+        # x's old contents keep their gradient in the shadow; the values get theirs
+        return (x[()] if x.ndim == 0 else x), wrapping(
+            back, lambda dy: _names(back(dy)[1:], _NAN_TO_NUM[1:]))
+    y, back = _replaced(x, nan, posinf, neginf)
+    return y, lambda dy: _names(back(dy), _NAN_TO_NUM)
 
 
 nondifferentiable(

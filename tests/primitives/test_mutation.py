@@ -172,6 +172,17 @@ def test_writes_of_integer_arrays_and_into_constants_are_restored():
     check_mutating(f, arr(3))
 
 
+def test_nan_to_num_in_place():
+    def f(x, v):
+        y = np.nan_to_num(x, copy=False, nan=v, posinf=2.0 * v)
+        assert y is x
+        return (x * x).sum()
+    x = arr(4)
+    x[1], x[3] = np.nan, np.inf
+    g = check_stateful(f, x, 0.5)
+    assert g[0][1] == 0 and g[0][3] == 0
+
+
 def test_flat_writes_refuse_bad_input_by_name():
     def run(write):
         def f(x, v):

@@ -341,6 +341,48 @@ def test_nondifferentiable_functions():
         assert np.allclose(g, f(x))
 
 
+def with_specials(shape, dtype, seed):
+    """A random array with NaN, inf and -inf at random places (in either part of a
+    complex number)."""
+    rng = np.random.default_rng(seed)
+    x = rand(shape, -2, 2, dtype, seed)
+    specials = rng.choice([np.nan, np.inf, -np.inf, 0.0], shape, p=[0.2, 0.2, 0.2, 0.4])
+    x += specials.astype(x.real.dtype)
+    if x.dtype.kind == "c":
+        x.imag += rng.permutation(specials.reshape(-1)).reshape(shape)
+    return x
+
+
+@SETTINGS
+@given(shape=SHAPES, dtype=st.sampled_from([np.float64, np.float32, np.complex128]),
+       seed=st.integers(0, 2 ** 16))
+def test_nan_to_num(shape, dtype, seed):
+    x = with_specials(shape, dtype, seed)
+    # finite replacements: the default posinf (the largest float) swamps finite differences
+    check_rule(lambda x, v, p, n: np.nan_to_num(x, nan=v, posinf=p, neginf=n), x, 0.5, 2.0, -3.0)
+    check_rule(lambda x, v, p, n: np.nan_to_num(x, True, v, p, n), x, 0.5, 2.0, -3.0)
+    check_rule(lambda x, v: np.nan_to_num(x + x, posinf=v, neginf=v) * v, x, 1.5)
+    check_rule(lambda x: np.sum(np.nan_to_num(x) * np.isfinite(x)), x)
+
+
+def test_nan_to_num_values():
+    x = np.array([1.0, np.nan, np.inf, -np.inf, 2.0])
+    gx, gv = grad_of(lambda x, v: np.nan_to_num(x, nan=v, posinf=2 * v, neginf=-v), x, 3.0)
+    assert gx.tolist() == [1, 0, 0, 0, 1] and gv == 1 + 2 - 1
+    gx, gn = grad_of(lambda x, n: np.nan_to_num(x, copy=True, neginf=n), x.astype(np.float32),
+                     np.float32(1.0))
+    assert gx.dtype == np.float32 and gx.tolist() == [1, 0, 0, 0, 1] and type(gn) is np.float32
+    z = np.array([complex(np.nan, 1.0), complex(2.0, np.inf)])
+    gz, gv = grad_of(lambda z, v: np.nan_to_num(z, nan=v, posinf=v), z, 1.0, d=np.array([1 + 2j, 3 + 4j]))
+    assert gz.tolist() == [2j, 3] and gv == 1 + 4  # real parts' gradient to real, imaginary to imaginary
+    assert grad_of(lambda x: np.nan_to_num(x), [1.0, np.nan]) == ([1.0, 0.0],)
+    assert grad_of(lambda x: np.nan_to_num(x), np.inf)[0] == 0.0
+    assert grad_of(lambda x: np.nan_to_num(x), 2.5)[0] == 1.0
+    assert grad_of(lambda x, v: np.nan_to_num(x, nan=v), np.arange(3), 1.0) == (None, None)
+    with pytest.raises(TypeError, match=r"np.nan_to_num\(\): .*unexpected keyword argument 'nam'"):
+        grad_of(lambda x: np.nan_to_num(x, nam=1.0), x)
+
+
 @pytest.mark.parametrize("shapes", [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)),
                                     ((4, 2, 3), (3,)), ((3,), (4, 3, 2)), ((4, 2, 3), (3, 2)),
                                     ((1, 2, 3), (4, 3, 2)), ((2, 3), (4, 3, 2))])
