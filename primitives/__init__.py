@@ -1,5 +1,5 @@
 """The rule library; importing it registers every rule."""
 from . import mutation, operators, containers, cells, math, builtins, arrays  # noqa: F401
 from . import np_elementwise, np_reductions, np_linalg, np_shape, np_indexing  # noqa: F401
-from . import np_signal  # noqa: F401
+from . import np_signal, np_statistics  # noqa: F401
 from . import functional  # noqa: F401  (after containers and math: it wraps their rules)
