@@ -20,8 +20,10 @@ cases (``--no-emit`` skips the emitted-code speed).  A jit compile that takes lo
 ``--jit-limit`` seconds (default 45) is abandoned: the ``rk4`` loop, unrolled 50 times,
 takes XLA minutes.  ``--malloc-keep`` tells glibc's malloc to keep freed memory
 (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``) in every peer's process: by
-default an array of 128 KiB or more is a fresh ``mmap`` whose pages fault in on first
-touch, which costs the gradients with large temporaries (``mlp``) a good part of their time.
+default the memory of a large block freed at the top of the heap goes back to the system
+and the next one faults its pages in, which costs a gradient whose large results the
+caller drops (``mlp``) a good part of its time, unless the library reuses such arrays
+itself (bytegrad does: ``primitives/buffers.py``).
 
 Cases with a target (the issue's: the Rosenbrock loop within 20x of its primal, the MLP
 within 2.6x) get a verdict under the table; ``trace_AB`` is also compared with its

@@ -70,7 +70,8 @@ CASES = _cases.CASES
 
 # The NumPy rule modules, loaded if present (they may not be registered in
 # bytegrad.primitives yet).
-NUMPY_RULES = ("np_elementwise", "np_reductions", "np_linalg", "np_shape", "np_indexing")
+NUMPY_RULES = ("np_elementwise", "np_reductions", "np_linalg", "np_shape", "np_indexing",
+               "np_signal", "np_statistics")
 
 
 def _bytegrad():
