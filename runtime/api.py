@@ -21,7 +21,7 @@ def pullback(f, *args, wrt=None, **kw):
     """
     with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw:
-            y, pb = call_function(f, args, kw, wrt=(0,) + tuple(sorted(i + 1 for i in wrt)))
+            y, pb = call_function(f, args, kw, wrt=_entry(wrt))
         else:
             y, pb = forward(f, *args, **kw)
     n = len(args)
@@ -30,7 +30,8 @@ def pullback(f, *args, wrt=None, **kw):
 
     def back(dy):
         g = pb(dy)
-        g = tuple(unwrap(x) if wrt is None or i in wrt else None for i, x in enumerate(g[1:1 + n]))
+        g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
+            tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
         if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents
             g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                       for i, (a, x) in enumerate(zip(args, g)))
@@ -39,12 +40,27 @@ def pullback(f, *args, wrt=None, **kw):
     return y, back
 
 
+_ENTRIES: dict = {}
+
+
+def _entry(wrt):
+    """The active entry arguments for gradients in ``wrt``: the function (0) and theirs."""
+    if type(wrt) is not tuple:
+        wrt = tuple(wrt)
+    e = _ENTRIES.get(wrt)
+    if e is None:
+        e = _ENTRIES[wrt] = (0,) + tuple(sorted(i + 1 for i in wrt))
+    return e
+
+
 def stop_gradient(x):
     """``x``, through which no gradient flows (a rule marks it non-differentiable)."""
     return x
 
 
 def _seed(y, f):
+    if type(y) is float or type(y) is np.float64:
+        return 1.0
     if isinstance(y, complex) or np.iscomplexobj(y):
         raise NotScalarError(_scalar_message(f, y, "is complex"))
     if isinstance(y, float):
@@ -83,10 +99,18 @@ def _select(gs, argnums):
 
 def value_and_grad(f, argnums=0):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
+    wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    fixed = wanted if all(i >= 0 for i in wanted) else None
+    lo, hi = min(wanted, default=0), max(wanted, default=-1)
+
     @functools.wraps(f)
     def vg(*args, **kw):
-        wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        y, gs = value_and_gradient(f, *args, wrt=tuple(i % len(args) for i in wrt), **kw)
+        n = len(args)
+        if lo < -n or hi >= n:
+            raise IndexError(f"argnums={argnums!r} is out of range for a call with {n} "
+                             f"positional arguments")
+        wrt = fixed if fixed is not None else tuple(i % n for i in wanted)
+        y, gs = value_and_gradient(f, *args, wrt=wrt, **kw)
         return y, _select(gs, argnums)
     return vg
 

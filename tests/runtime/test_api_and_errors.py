@@ -61,6 +61,17 @@ def test_grad_argnums_tuple():
     assert bytegrad.grad(f2, argnums=(1, 0))(2.0, 5.0) == (7.0, 20.0)
 
 
+def test_grad_negative_argnums_count_from_the_end():
+    assert bytegrad.grad(f2, argnums=-1)(2.0, 5.0) == 7.0
+    assert bytegrad.grad(f2, argnums=(-1, 0))(2.0, 5.0) == (7.0, 20.0)
+
+
+def test_grad_argnums_out_of_range_is_an_error_naming_it():
+    for argnums in (2, (0, 2), -3):
+        with pytest.raises(IndexError, match=r"argnums=.* out of range .* 2 positional"):
+            bytegrad.grad(f2, argnums=argnums)(2.0, 5.0)
+
+
 def test_value_and_grad_argnums():
     assert bytegrad.value_and_grad(f2)(2.0, 5.0) == (35.0, 20.0)
     assert bytegrad.value_and_grad(f2, argnums=1)(2.0, 5.0) == (35.0, 7.0)
