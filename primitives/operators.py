@@ -57,13 +57,23 @@ def _grads(a, b, ga, gb):
     return Lazy(None, ga if active(a) else None, gb if active(b) else None)
 
 
-def _sum_back(a, b, sign):
-    """The pullback of ``a + b`` (``sign`` 1) or ``a - b`` (-1) on arrays, holding only
-    the operands' shapes and dtypes, not the arrays."""
+def _sum_back(a, b, sign, y):
+    """The pullback of ``y = a + b`` (``sign`` 1) or ``a - b`` (-1) on arrays, holding
+    only the operands' shapes and dtypes, not the arrays."""
+    if sign > 0 and _as(a, y) and _as(b, y):  # no broadcasting, no casting: both get d
+        like = light(y)
+        return lambda d: (None, d, d) if type(d) is np.ndarray and d.shape == like.shape \
+            and d.dtype is like.dtype else (None, ub(like, d), ub(like, d))
     a, b = light(a), light(b)
     fa, fb = active(a), active(b)
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
                           (lambda: ub(b, d if sign > 0 else -d)) if fb else None)
+
+
+def _as(x, y) -> bool:
+    """Whether array operand ``x`` has the shape and dtype of the result ``y``."""
+    return type(x) is np.ndarray and x.shape == y.shape and x.dtype is y.dtype \
+        and x.dtype.kind in "fc"
 
 
 @rule(op.add)
@@ -75,7 +85,8 @@ def _add(a, b):
     if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
         n = len(a)
         return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
-    return a + b, _sum_back(a, b, 1)
+    y = a + b
+    return y, _sum_back(a, b, 1, y)
 
 
 @rule(op.sub, op.isub)
@@ -84,7 +95,8 @@ def _sub(a, b):
     if r is not None:
         fa, fb = r
         return a - b, lambda d: (None, d if fa else None, -d if fb else None)
-    return a - b, _sum_back(a, b, -1)
+    y = a - b
+    return y, _sum_back(a, b, -1, y)
 
 
 @rule(op.mul, op.imul)
