@@ -262,7 +262,8 @@ class _Emitter:
             self.jump(b, out.target, line)
 
     def watch(self, args, line):
-        """``ops.watch`` with its test inline: call it only when it has work to do."""
+        """``ops.watch`` with its test inline; when it has work to do, the watcher is
+        called directly: ``WATCH.watcher(pb, y, (f, a, …))``."""
         slow, end = Label(), Label()
         self.call(type, args[1:2], {}, line)
         self.load(ops.WATCH, line)
@@ -275,7 +276,13 @@ class _Emitter:
         self.load(args[0], line)
         self.i("JUMP_FORWARD", end, line)
         self.out.append(slow)
-        self.call(ops.watch, args, {}, line)
+        self.i("PUSH_NULL", line=line)
+        self.load(ops.WATCH, line)
+        self.i("LOAD_ATTR", "watcher", line)
+        self.loads(args, line)
+        self.i("BUILD_TUPLE", len(args) - 2, line)  # the callee and its arguments
+        self.i("PRECALL", 3, line)
+        self.i("CALL", 3, line)
         self.out.append(end)
 
     def call(self, fn, args, kw, line):
