@@ -45,16 +45,21 @@ def empty(shape, dtype=np.float64):
     n = dtype.itemsize
     for s in shape:
         n *= s
-    if n < SMALL:
+    if n < SMALL or n > LIMIT:
         return np.empty(shape, dtype)
     c = _cache()
     key = (tuple(shape), dtype)
     arrays = c.get(key)
     if arrays is None:
         arrays = c[key] = []
-    for a in arrays:
+    for i in range(len(arrays)):
+        a = arrays[i]
         if sys.getrefcount(a) == _FREE:
-            return a
+            if _intact(a, key):
+                return a
+            del arrays[i]  # its last holder reshaped, retyped or froze it: not ours now
+            _local.size -= n
+            break
     a = np.empty(shape, dtype)
     if len(arrays) == PER_SHAPE:
         # all in use by callers, who keep them: forget the oldest (it is theirs now)
@@ -67,6 +72,13 @@ def empty(shape, dtype=np.float64):
     arrays.append(a)
     _local.size += n
     return a
+
+
+def _intact(a, key) -> bool:
+    """Whether ``a`` still has the shape, dtype and layout it was made with (a holder
+    may set an array's ``shape``, ``dtype`` or ``flags.writeable``)."""
+    return a.shape == key[0] and a.dtype == key[1] and a.flags.writeable \
+        and a.flags.c_contiguous and a.flags.owndata
 
 
 def matmul(a, b):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 
 import numpy as np
 
@@ -98,18 +99,26 @@ class Owned(Always):
     """The pullback of a statement whose value ``y`` may be mutated later: the
     gradient it receives is its SSA gradient plus ``y``'s shadow entry."""
 
-    __slots__ = ("pb", "y", "key", "shadow")
+    __slots__ = ("pb", "y", "ref", "shadow")
 
     def __init__(self, pb, y, shadow):
-        self.pb, self.shadow, self.key = pb, shadow, id(y)
-        # an array that owns its memory is known by its id: it is not kept alive, and if
-        # it is gone it was never mutated (the shadow keeps those), so its id is unused
-        self.y = None if type(y) is np.ndarray and y.base is None else y
+        self.pb, self.shadow = pb, shadow
+        # an array that owns its memory is held by a weak reference, not kept alive: if
+        # it is gone it was never mutated (the shadow keeps those), and its id may now
+        # belong to another array
+        if type(y) is np.ndarray and y.base is None:
+            self.y, self.ref = None, weakref.ref(y)
+        else:
+            self.y, self.ref = y, None
 
     def __call__(self, dy):
         sh = self.shadow
         if sh.mutated:
-            extra = sh.grads.pop(self.key, None) if self.y is None else sh.take(self.y)
+            if self.ref is None:
+                extra = sh.take(self.y)
+            else:
+                y = self.ref()
+                extra = None if y is None else sh.grads.pop(id(y), None)
             if extra is not None:
                 dy = unwrap(accum(dy, unwrap(extra)))
         if dy is None and not isinstance(self.pb, Always):

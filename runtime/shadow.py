@@ -36,11 +36,12 @@ def region(buf, r, a):
 
 
 class Shadow:
-    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners")
+    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed")
 
     def __init__(self):
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
+        self.passed = {}  # id → (object, name): passed through stop_gradient or hook
 
     def own(self, fields, obj):
         """``fields`` is ``obj.__dict__``: a change of either is a change of ``obj``."""
@@ -115,9 +116,25 @@ class Shadow:
     def mark(self, obj):
         """Record that ``obj`` (or, for a view, the array it views) is being mutated."""
         o = root(obj) if isinstance(obj, np.ndarray) else self._who(obj)
+        if self.passed and id(o) in self.passed:
+            _refuse_change(self.passed[id(o)][1])
         if id(o) not in self.mutated:
             self.mutated[id(o)] = o
             WATCH.all = True
+
+    def pass_through(self, x, name):
+        """Record that ``x`` (and the lists, dicts and arrays it holds) went through
+        ``name`` (stop_gradient, hook), which hands on the object itself: a later change
+        in place would send the gradients of its old contents past ``name``."""
+        if isinstance(x, np.ndarray):
+            self.passed[id(root(x))] = (root(x), name)
+        elif type(x) in (list, dict, tuple):
+            if type(x) is not tuple:
+                self.passed[id(x)] = (x, name)
+            for v in (x.values() if type(x) is dict else x):
+                self.pass_through(v, name)
+        elif hasattr(x, "__dict__") or hasattr(type(x), "__slots__"):  # an object: its fields
+            self.passed[id(x)] = (x, name)
 
     def is_mutated(self, x) -> bool:
         if id(x) in self.mutated or type(x) is dict and id(self._who(x)) in self.mutated:
@@ -175,6 +192,15 @@ class Shadow:
         if t is dict and isinstance(g, dict) and self.holds_mutated(x):
             return {k: self.absorb(x[k], d) if k in x else d for k, d in g.items()}
         return g
+
+
+def _refuse_change(name):
+    from .forward import user_location  # (forward imports this module)
+    file, line = user_location()
+    raise NotImplementedError(
+        f"{file}:{line}: this changes in place an object that went through {name}, which "
+        f"hands on the object itself: the gradient of its old contents would bypass {name}; "
+        f"apply {name} to a copy (x.copy()), or change a copy")
 
 
 def _gradient_of(x):

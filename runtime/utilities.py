@@ -31,7 +31,9 @@ def _hook(fn, x):
 def _not_changed(x, name):
     """``hook`` and ``stop_gradient`` pass their argument itself on; once it has been
     changed in place, its gradients travel through the shadow, past them."""
-    if shadow.current().holds_mutated(x):
+    sh = shadow.current()
+    sh.pass_through(x, name)
+    if sh.holds_mutated(x):
         file, line = user_location()
         raise NotImplementedError(
             f"{file}:{line}: {name} of an object that was changed in place is not supported "

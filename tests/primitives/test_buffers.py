@@ -115,3 +115,18 @@ def test_gradients_the_caller_keeps_are_not_overwritten_by_later_calls():
     arrays = [a for got, _ in kept for a in got]
     for j, a in enumerate(arrays):
         assert not any(np.shares_memory(a, b) for b in arrays[j + 1:])
+
+
+def test_an_array_its_holder_reshaped_retyped_or_froze_is_not_handed_out_again():
+    for change in (lambda a: setattr(a, "shape", (-1,)),
+                   lambda a: setattr(a, "dtype", np.int64),
+                   lambda a: setattr(a.flags, "writeable", False)):
+        def run():
+            a = buffers.empty(BIG)
+            change(a)
+            del a
+            b = buffers.empty(BIG)
+            assert b.shape == BIG and b.dtype == np.float64 and b.flags.writeable
+        t = threading.Thread(target=run)  # a fresh cache
+        t.start()
+        t.join()
