@@ -212,13 +212,25 @@ def _put_positions(n, ind, mode):
     return flat % n
 
 
-@rule(np.put, np.ndarray.put, note="modes raise, wrap, clip; v repeated as needed; at a "
-      "repeated index the last write wins, as in NumPy")
-@by_name("np.put")
-def _put(a, ind, v, mode="raise"):
+_PUT = "modes raise, wrap, clip; v repeated as needed; at a repeated index the last write wins, as in NumPy"
+
+
+def _put_into(a, ind, v, mode, name):
     _needs_array(a, "np.put")
     flat = _put_positions(a.size, ind, mode)
-    return None, _flat_write(a, flat, v, "v", lambda: np.put(a, ind, v, mode=mode))
+    return None, _flat_write(a, flat, v, name, lambda: np.put(a, ind, v, mode=mode))
+
+
+@rule(np.put, note=_PUT)
+@by_name("np.put")
+def _put(a, ind, v, mode="raise"):
+    return _put_into(a, ind, v, mode, "v")
+
+
+@rule(np.ndarray.put, note=_PUT)
+@by_name("ndarray.put")
+def _ndarray_put(self, indices, values, mode="raise"):  # the method's own parameter names
+    return _put_into(self, indices, values, mode, "values")
 
 
 @rule(np.place, note="vals repeated as needed, as in NumPy")

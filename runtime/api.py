@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
+import operator
 import types
 
 import numpy as np
@@ -16,15 +18,18 @@ from .forward import call_function, compiled, forward
 def pullback(f, *args, wrt=None, **kw):
     """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument.
 
-    ``wrt`` (indices of positional arguments) names the gradients wanted; the others
-    are None and, when ``f`` is a plain function, not computed at all.
+    ``wrt`` (indices of positional arguments, negative ones from the end) names the
+    gradients wanted; the others are None and, when ``f`` is a plain function, not
+    computed at all.
     """
+    n = len(args)
+    if wrt is not None:
+        wrt, entry = _entry(wrt, n)
     with shadow.fresh() as sh:
-        if wrt is not None and type(f) is types.FunctionType and not kw:
-            y, pb = call_function(f, args, kw, wrt=_entry(wrt))
+        if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
+            y, pb = call_function(f, args, kw, wrt=entry)
         else:
             y, pb = forward(f, *args, **kw)
-    n = len(args)
     if sh.mutated:
         mutation.seal(sh)
 
@@ -36,21 +41,51 @@ def pullback(f, *args, wrt=None, **kw):
             g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                       for i, (a, x) in enumerate(zip(args, g)))
             mutation.reapply(sh)
-        return g
+        return _distinct(g, args)
     return y, back
 
 
 _ENTRIES: dict = {}
 
 
-def _entry(wrt):
-    """The active entry arguments for gradients in ``wrt``: the function (0) and theirs."""
-    if type(wrt) is not tuple:
-        wrt = tuple(wrt)
-    e = _ENTRIES.get(wrt)
+def _entry(wrt, n):
+    """``(wrt, entry)`` for a call with ``n`` positional arguments: ``wrt`` with negative
+    indices counted from the end, and the active entry arguments of the transformed
+    function (0 is the function itself)."""
+    key = (wrt if type(wrt) is tuple else tuple(wrt), n)
+    e = _ENTRIES.get(key)
     if e is None:
-        e = _ENTRIES[wrt] = (0,) + tuple(sorted(i + 1 for i in wrt))
+        bad = [i for i in key[0] if not -n <= operator.index(i) < n]
+        if bad:
+            raise IndexError(f"argument index {bad[0]} (argnums/wrt) is out of range for a "
+                             f"call with {n} positional arguments")
+        w = tuple(sorted({operator.index(i) % n for i in key[0]}))
+        e = _ENTRIES[key] = (w, (0,) + tuple(i + 1 for i in w))
     return e
+
+
+def _plain(code, n) -> bool:
+    """Whether a call with ``n`` positional arguments binds them to the first ``n``
+    parameters of ``code`` and nothing else (no ``*args``, keyword-only parameters or
+    defaults), so entry arguments are the call's."""
+    return code.co_argcount == n and not code.co_kwonlyargcount and \
+        not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+
+
+def _distinct(gs, args):
+    """The gradients, each array a separate one the caller may change in place: the
+    pullback of ``a + b`` hands one array to both sides, and a gradient may be an
+    argument itself."""
+    seen = {id(a) for a in args}
+    out = None
+    for i, g in enumerate(gs):
+        if type(g) is np.ndarray:
+            if id(g) in seen:
+                out = out or list(gs)
+                out[i] = g.copy()
+            else:
+                seen.add(id(g))
+    return gs if out is None else tuple(out)
 
 
 def stop_gradient(x):
@@ -93,25 +128,15 @@ def value_and_gradient(f, *args, wrt=None, **kw):
     return y, back(_seed(y, f))
 
 
-def _select(gs, argnums):
-    return gs[argnums] if isinstance(argnums, int) else tuple(gs[i] for i in argnums)
-
-
 def value_and_grad(f, argnums=0):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
-    wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    fixed = wanted if all(i >= 0 for i in wanted) else None
-    lo, hi = min(wanted, default=0), max(wanted, default=-1)
+    single = isinstance(argnums, (int, np.integer))
+    wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
 
     @functools.wraps(f)
     def vg(*args, **kw):
-        n = len(args)
-        if lo < -n or hi >= n:
-            raise IndexError(f"argnums={argnums!r} is out of range for a call with {n} "
-                             f"positional arguments")
-        wrt = fixed if fixed is not None else tuple(i % n for i in wanted)
-        y, gs = value_and_gradient(f, *args, wrt=wrt, **kw)
-        return y, _select(gs, argnums)
+        y, gs = value_and_gradient(f, *args, wrt=wanted, **kw)
+        return y, gs[wanted[0]] if single else tuple(gs[i] for i in wanted)
     return vg
 
 

@@ -68,7 +68,7 @@ def test_grad_negative_argnums_count_from_the_end():
 
 def test_grad_argnums_out_of_range_is_an_error_naming_it():
     for argnums in (2, (0, 2), -3):
-        with pytest.raises(IndexError, match=r"argnums=.* out of range .* 2 positional"):
+        with pytest.raises(IndexError, match=r"index -?\d \(argnums/wrt\) is out of range .* 2 positional"):
             bytegrad.grad(f2, argnums=argnums)(2.0, 5.0)
 
 
