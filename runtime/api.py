@@ -66,10 +66,9 @@ def _entry(wrt, n):
 
 def _plain(code, n) -> bool:
     """Whether a call with ``n`` positional arguments binds them to the first ``n``
-    parameters of ``code`` and nothing else (no ``*args``, keyword-only parameters or
-    defaults), so entry arguments are the call's."""
-    return code.co_argcount == n and not code.co_kwonlyargcount and \
-        not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    parameters of ``code`` (not into ``*args``), so the transformed function's entry
+    arguments 1…n are the call's."""
+    return n <= code.co_argcount and not code.co_flags & inspect.CO_VARARGS
 
 
 def _distinct(gs, args):
