@@ -41,7 +41,7 @@ def pullback(f, *args, wrt=None, **kw):
             g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                       for i, (a, x) in enumerate(zip(args, g)))
             mutation.reapply(sh)
-        return _distinct(g, args)
+        return _distinct(g, (args, dy))
     return y, back
 
 
@@ -71,24 +71,39 @@ def _plain(code, n) -> bool:
     return n <= code.co_argcount and not code.co_flags & inspect.CO_VARARGS
 
 
-def _distinct(gs, args):
-    """The gradients, each array a separate one the caller may change in place: the
-    pullback of ``a + b`` hands one array to both sides, and a gradient may be an
-    argument itself."""
-    seen = {id(a) for a in args}
-    out = None
-    for i, g in enumerate(gs):
-        if type(g) is np.ndarray:
-            if id(g) in seen:
-                out = out or list(gs)
-                out[i] = g.copy()
-            else:
-                seen.add(id(g))
-    return gs if out is None else tuple(out)
+def _distinct(gs, avoid):
+    """The gradients, each array one the caller may change in place: apart from the
+    other gradients and from the arrays in ``avoid`` (the arguments, the seed), views
+    included.  The pullback of ``a + b`` hands one array to both sides, and a gradient
+    may be a view of another or of an argument."""
+    seen = set()
+    _separate(avoid, seen)
+    return _separate(gs, seen)
+
+
+def _separate(g, seen):
+    """``g`` with every array whose memory is in ``seen`` copied; adds the rest to ``seen``."""
+    t = type(g)
+    if t is np.ndarray:
+        key = id(g.base if isinstance(g.base, np.ndarray) else g)  # views share their base
+        if key in seen:
+            return g.copy()
+        seen.add(key)
+        return g
+    if t is dict:
+        out = {k: _separate(v, seen) for k, v in g.items()}
+        return g if all(out[k] is v for k, v in g.items()) else out
+    if t is list or isinstance(g, tuple):
+        out = [_separate(v, seen) for v in g]
+        if all(a is b for a, b in zip(out, g)):
+            return g
+        return t(*out) if hasattr(g, "_fields") else t(out)
+    return g
 
 
 def stop_gradient(x):
     """``x``, through which no gradient flows (a rule marks it non-differentiable)."""
+    shadow.hand_on(x, "stop_gradient")
     return x
 
 
@@ -135,7 +150,9 @@ def value_and_grad(f, argnums=0):
     @functools.wraps(f)
     def vg(*args, **kw):
         y, gs = value_and_gradient(f, *args, wrt=wanted, **kw)
-        return y, gs[wanted[0]] if single else tuple(gs[i] for i in wanted)
+        if single:
+            return y, gs[wanted[0]]
+        return y, _distinct(tuple(gs[i] for i in wanted), ())  # argnums may repeat one
     return vg
 
 

@@ -13,6 +13,8 @@ cell.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..ir.ops import WATCH
@@ -117,7 +119,9 @@ class Shadow:
         """Record that ``obj`` (or, for a view, the array it views) is being mutated."""
         o = root(obj) if isinstance(obj, np.ndarray) else self._who(obj)
         if self.passed and id(o) in self.passed:
-            _refuse_change(self.passed[id(o)][1])
+            ref, name = self.passed[id(o)]
+            if ref() is o:  # (not another object that got the id of a dead one)
+                _refuse_change(name)
         if id(o) not in self.mutated:
             self.mutated[id(o)] = o
             WATCH.all = True
@@ -127,14 +131,17 @@ class Shadow:
         ``name`` (stop_gradient, hook), which hands on the object itself: a later change
         in place would send the gradients of its old contents past ``name``."""
         if isinstance(x, np.ndarray):
-            self.passed[id(root(x))] = (root(x), name)
+            self.passed[id(root(x))] = (weakref.ref(root(x)), name)
         elif type(x) in (list, dict, tuple):
-            if type(x) is not tuple:
-                self.passed[id(x)] = (x, name)
+            if type(x) is not tuple:  # (a list or dict cannot be referred to weakly)
+                self.passed[id(x)] = (lambda x=x: x, name)
             for v in (x.values() if type(x) is dict else x):
                 self.pass_through(v, name)
         elif hasattr(x, "__dict__") or hasattr(type(x), "__slots__"):  # an object: its fields
-            self.passed[id(x)] = (x, name)
+            try:
+                self.passed[id(x)] = (weakref.ref(x), name)
+            except TypeError:
+                self.passed[id(x)] = (lambda x=x: x, name)
 
     def is_mutated(self, x) -> bool:
         if id(x) in self.mutated or type(x) is dict and id(self._who(x)) in self.mutated:
@@ -194,13 +201,28 @@ class Shadow:
         return g
 
 
+def hand_on(x, name):
+    """What ``stop_gradient(x)`` and ``hook(fn, x)``, which hand on the object itself, do
+    inside a gradient computation: refuse an object already changed in place (its gradient
+    travels through the shadow, past them), and watch it for later changes."""
+    if len(_stack) > 1:
+        sh = _stack[-1]
+        if sh.holds_mutated(x):
+            _refuse(f"{name} of an object that was changed in place is not supported "
+                    f"(gradients of changed objects bypass it)", name)
+        sh.pass_through(x, name)
+
+
 def _refuse_change(name):
+    _refuse(f"this changes in place an object that went through {name}, which hands on "
+            f"the object itself: the gradient of its old contents would bypass {name}", name)
+
+
+def _refuse(what, name):
     from .forward import user_location  # (forward imports this module)
     file, line = user_location()
-    raise NotImplementedError(
-        f"{file}:{line}: this changes in place an object that went through {name}, which "
-        f"hands on the object itself: the gradient of its old contents would bypass {name}; "
-        f"apply {name} to a copy (x.copy()), or change a copy")
+    raise NotImplementedError(f"{file}:{line}: {what}; apply {name} to a copy (x.copy()), "
+                              f"or change a copy")
 
 
 def _gradient_of(x):
