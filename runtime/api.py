@@ -94,11 +94,21 @@ def _separate(g, seen):
         out = {k: _separate(v, seen) for k, v in g.items()}
         return g if all(out[k] is v for k, v in g.items()) else out
     if t is list or isinstance(g, tuple):
-        out = [_separate(v, seen) for v in g]
-        if all(a is b for a, b in zip(out, g)):
+        out = None
+        for i, v in enumerate(g):
+            if type(v) in _LEAVES:  # (the usual case, without a call)
+                continue
+            w = _separate(v, seen)
+            if w is not v:
+                out = out or list(g)
+                out[i] = w
+        if out is None:
             return g
         return t(*out) if hasattr(g, "_fields") else t(out)
     return g
+
+
+_LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})
 
 
 def stop_gradient(x):
@@ -146,13 +156,15 @@ def value_and_grad(f, argnums=0):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
     single = isinstance(argnums, (int, np.integer))
     wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
+    repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
 
     @functools.wraps(f)
     def vg(*args, **kw):
         y, gs = value_and_gradient(f, *args, wrt=wanted, **kw)
         if single:
             return y, gs[wanted[0]]
-        return y, _distinct(tuple(gs[i] for i in wanted), ())  # argnums may repeat one
+        gs = tuple(gs[i] for i in wanted)
+        return y, _distinct(gs, ()) if repeats else gs
     return vg
 
 
