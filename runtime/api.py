@@ -72,40 +72,48 @@ def _plain(code, n) -> bool:
 
 
 def _distinct(gs, avoid):
-    """The gradients, each array one the caller may change in place: apart from the
-    other gradients and from the arrays in ``avoid`` (the arguments, the seed), views
-    included.  The pullback of ``a + b`` hands one array to both sides, and a gradient
-    may be a view of another or of an argument."""
+    """The gradients, each array or list or dict one the caller may change in place:
+    writable, and apart from the other gradients and from what ``avoid`` holds (the
+    arguments, the seed), views included.  The pullback of ``a + b`` hands one array to
+    both sides, and a gradient may be a view of another or of an argument, or the seed."""
     seen = set()
-    _separate(avoid, seen)
-    return _separate(gs, seen)
+    _separate(avoid, seen, _DEPTH)
+    return _separate(gs, seen, _DEPTH)
 
 
-def _separate(g, seen):
-    """``g`` with every array whose memory is in ``seen`` copied; adds the rest to ``seen``."""
+_DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)
+
+
+def _separate(g, seen, depth):
+    """``g`` with every array or container already in ``seen`` (or read-only) copied;
+    adds the rest to ``seen``."""
     t = type(g)
     if t is np.ndarray:
         key = id(g.base if isinstance(g.base, np.ndarray) else g)  # views share their base
-        if key in seen:
+        if key in seen or not g.flags.writeable:
             return g.copy()
         seen.add(key)
         return g
+    if depth == 0 or not (t is dict or t is list or isinstance(g, tuple)):
+        return g
+    if t is not tuple and not hasattr(g, "_fields"):  # a list or dict: it may be changed
+        if id(g) in seen:
+            g = t(g)
+        seen.add(id(g))
     if t is dict:
-        out = {k: _separate(v, seen) for k, v in g.items()}
+        out = {k: _separate(v, seen, depth - 1) for k, v in g.items()}
         return g if all(out[k] is v for k, v in g.items()) else out
-    if t is list or isinstance(g, tuple):
-        out = None
-        for i, v in enumerate(g):
-            if type(v) in _LEAVES:  # (the usual case, without a call)
-                continue
-            w = _separate(v, seen)
-            if w is not v:
-                out = out or list(g)
-                out[i] = w
-        if out is None:
-            return g
-        return t(*out) if hasattr(g, "_fields") else t(out)
-    return g
+    out = None
+    for i, v in enumerate(g):
+        if type(v) in _LEAVES:  # (the usual case, without a call)
+            continue
+        w = _separate(v, seen, depth - 1)
+        if w is not v:
+            out = out or list(g)
+            out[i] = w
+    if out is None:
+        return g
+    return t(*out) if hasattr(g, "_fields") else t(out)
 
 
 _LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})

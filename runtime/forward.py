@@ -175,8 +175,10 @@ def forward(f, *args, **kw):
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)
-    if t is types.BuiltinMethodType and not isinstance(f.__self__, (types.ModuleType, type)):
-        # a method of a C type: look for a rule of the unbound method
+    if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
+            not isinstance(f.__self__, (types.ModuleType, type)):
+        # a method of a C type (``xs.append``, ``xs.__delitem__``): look for a rule of the
+        # unbound method
         unbound = getattr(type(f.__self__), f.__name__, None)
         y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
             else run_plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))

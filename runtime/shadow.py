@@ -13,6 +13,7 @@ cell.
 """
 from __future__ import annotations
 
+import types
 import weakref
 
 import numpy as np
@@ -126,22 +127,24 @@ class Shadow:
             self.mutated[id(o)] = o
             WATCH.all = True
 
-    def pass_through(self, x, name):
-        """Record that ``x`` (and the lists, dicts and arrays it holds) went through
-        ``name`` (stop_gradient, hook), which hands on the object itself: a later change
-        in place would send the gradients of its old contents past ``name``."""
+    def pass_through(self, x, name, depth=100):
+        """Record that ``x`` (and the lists, dicts, arrays and objects it holds) went
+        through ``name`` (stop_gradient, hook), which hands on the object itself: a later
+        change in place would send the gradients of its old contents past ``name``."""
         if isinstance(x, np.ndarray):
             self.passed[id(root(x))] = (weakref.ref(root(x)), name)
-        elif type(x) in (list, dict, tuple):
-            if type(x) is not tuple:  # (a list or dict cannot be referred to weakly)
-                self.passed[id(x)] = (lambda x=x: x, name)
-            for v in (x.values() if type(x) is dict else x):
-                self.pass_through(v, name)
-        elif hasattr(x, "__dict__") or hasattr(type(x), "__slots__"):  # an object: its fields
+            return
+        if depth == 0 or x is None or type(x) in (int, float, bool, complex, str):
+            return
+        if type(x) is list or type(x) is dict:  # (not to be referred to weakly)
+            self.passed[id(x)] = (lambda x=x: x, name)
+        elif not isinstance(x, tuple) and (hasattr(x, "__dict__") or hasattr(type(x), "__slots__")):
             try:
                 self.passed[id(x)] = (weakref.ref(x), name)
             except TypeError:
                 self.passed[id(x)] = (lambda x=x: x, name)
+        for v in _parts(x):
+            self.pass_through(v, name, depth - 1)
 
     def is_mutated(self, x) -> bool:
         if id(x) in self.mutated or type(x) is dict and id(self._who(x)) in self.mutated:
@@ -199,6 +202,21 @@ class Shadow:
         if t is dict and isinstance(g, dict) and self.holds_mutated(x):
             return {k: self.absorb(x[k], d) if k in x else d for k, d in g.items()}
         return g
+
+
+def _parts(x):
+    """What ``x`` holds: a container's items, an object's fields (not a class's or a
+    function's)."""
+    if type(x) is dict:
+        return x.values()
+    if type(x) is list or isinstance(x, tuple):
+        return x
+    if isinstance(x, (type, types.FunctionType, types.MethodType, types.ModuleType)):
+        return ()
+    fields = getattr(x, "__dict__", None)
+    slots = [getattr(x, s) for c in type(x).__mro__ for s in getattr(c, "__slots__", ())
+             if isinstance(s, str) and hasattr(x, s)]
+    return (list(fields.values()) if type(fields) is dict else []) + slots
 
 
 def hand_on(x, name):

@@ -211,3 +211,26 @@ def check_pullback(f, seed, *args, rtol=1e-5, atol=1e-6, h=1e-6):
         for p in _leaves(a):
             assert np.allclose(_grad_at(g2[i], p), _grad_at(g[i], p), rtol=1e-12, atol=0)
     return g
+
+
+def arrays_in(g, path=()):
+    """``(path, array)`` for every array inside ``g`` (tuples, lists, dicts)."""
+    if isinstance(g, np.ndarray):
+        yield path, g
+    elif isinstance(g, dict):
+        for k, v in g.items():
+            yield from arrays_in(v, path + (k,))
+    elif isinstance(g, (list, tuple)):
+        for k, v in enumerate(g):
+            yield from arrays_in(v, path + (k,))
+
+
+def shared_memory(gs, args=()):
+    """Pairs of paths of the arrays in gradients ``gs`` that share memory with each other
+    (or, as ``(path, "arg")``, with an array in ``args``): a caller changing one in place
+    would change the other."""
+    arrs = list(arrays_in(tuple(gs)))
+    out = [(p, q) for i, (p, a) in enumerate(arrs) for q, b in arrs[i + 1:]
+           if np.shares_memory(a, b)]
+    return out + [(p, "arg") for p, a in arrs for _, b in arrays_in(tuple(args))
+                  if np.shares_memory(a, b)]

@@ -850,14 +850,19 @@ def r_reduce(x):
     return functools.reduce(lambda s, v: s * v + 1.0, x, 0.5)
 
 
-@pytest.mark.parametrize("f", [r_putmask, r_put_along_axis, r_view,
-                               r_setitem_in_comprehension, r_reduce])
+@pytest.mark.parametrize("f", [r_putmask, r_put_along_axis, r_view, r_reduce])
 def test_writes_and_calls_without_a_rule_are_refused(f):
     x = np.array([0.5, -1.0, 2.0, 0.25])
     keep = x.copy()
     with pytest.raises(bytegrad.NoRuleError):
         bytegrad.gradient(f, x)
     assert np.array_equal(x, keep)
+
+
+def test_setitem_called_as_a_method_has_a_rule_now():
+    """``x.__setitem__(i, v)`` was refused when this review ran; the item-write rules now
+    serve ``list/dict/ndarray.__setitem__`` and ``__delitem__`` called as methods too."""
+    check_stateful(r_setitem_in_comprehension, np.array([0.5, -1.0, 2.0, 0.25]))
 
 
 def test_put_has_a_rule_now():

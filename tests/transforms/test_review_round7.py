@@ -15,7 +15,7 @@ import pytest
 
 import bytegrad
 from bytegrad import stop_gradient as imported_stop_gradient
-from checks import check_grad, check_stateful, fd_gradient
+from checks import check_grad, check_stateful, fd_gradient, shared_memory
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
@@ -28,24 +28,6 @@ def _same(a, b):
     if isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(map(_same, a, b))
     return np.allclose(0.0 if a is None else a, b)
-
-
-def _arrays(g, path=()):
-    if isinstance(g, np.ndarray):
-        yield path, g
-    elif isinstance(g, dict):
-        for k, v in g.items():
-            yield from _arrays(v, path + (k,))
-    elif isinstance(g, (list, tuple)):
-        for k, v in enumerate(g):
-            yield from _arrays(v, path + (k,))
-
-
-def _shared(gs):
-    """Pairs of paths of returned gradient arrays that share memory."""
-    arrs = list(_arrays(tuple(gs)))
-    return [(p, q) for i, (p, a) in enumerate(arrs) for q, b in arrs[i + 1:]
-            if np.shares_memory(a, b)]
 
 
 class M:
@@ -465,9 +447,9 @@ def test_out_of_range_indices_raise_index_error():
 
 def test_top_level_gradients_are_distinct():
     gs = bytegrad.gradient(lambda a, b, c: np.sum(a + b + c), X, Y, Z)
-    assert not _shared(gs)
+    assert not shared_memory(gs)
     gs = bytegrad.gradient(lambda a, b: np.sum(a * 2 + b), X, X)
-    assert gs[0] is not X and gs[1] is not X and not _shared(gs)
+    assert gs[0] is not X and gs[1] is not X and not shared_memory(gs)
 
 
 def test_owned_temporaries_whose_ids_are_reused():
@@ -499,7 +481,7 @@ def test_owned_temporaries_whose_ids_are_reused():
 ], ids=["dict+b", "list+b", "tuple+b", "reshape+b", "T+b", "list items", "dict items"])
 def test_returned_gradients_do_not_share_memory(f, args):
     gs = bytegrad.gradient(f, *args)
-    assert not _shared(gs), _shared(gs)
+    assert not shared_memory(gs), shared_memory(gs)
 
 
 # FINDING: grad with a repeated argnum returns one array twice.
