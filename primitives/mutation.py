@@ -526,7 +526,7 @@ def _dict_clear(d):
 
 # -- the generic operations ------------------------------------------------------
 
-@rule(op.setitem, list.__setitem__, dict.__setitem__, np.ndarray.__setitem__)
+@rule(op.setitem)
 def _setitem(obj, k, v):
     if isinstance(obj, np.ndarray):
         return _array_write(obj, k, v)
@@ -541,7 +541,7 @@ def _setitem(obj, k, v):
     return run_plain(op.setitem, (obj, k, v), {})
 
 
-@rule(op.delitem, list.__delitem__, dict.__delitem__)
+@rule(op.delitem)
 def _delitem(obj, k):
     t = type(obj)
     if t is list:

@@ -8,6 +8,7 @@ tape; its `Pullback` runs the compiled adjoint over that tape.
 from __future__ import annotations
 
 import inspect
+import operator
 import os
 import sys
 import types
@@ -178,8 +179,10 @@ def forward(f, *args, **kw):
     if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
             not isinstance(f.__self__, (types.ModuleType, type)):
         # a method of a C type (``xs.append``, ``xs.__delitem__``): look for a rule of the
-        # unbound method
+        # unbound method, or of the operation an item or length method is
         unbound = getattr(type(f.__self__), f.__name__, None)
+        if f.__name__ in _ITEM_METHODS and rule_for(unbound) is None:
+            unbound = _ITEM_METHODS[f.__name__]
         y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
             else run_plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))
         return y, _drop_callee(pb)
@@ -192,6 +195,13 @@ def forward(f, *args, **kw):
     if isinstance(f, type) and _user_class(f):
         return construct(f, args, kw)
     return run_plain(f, args, kw)
+
+
+# ``x.__getitem__(k)`` is ``x[k]`` for every type (no NotImplemented to fall back
+# from, unlike ``x.__add__(y)``): such calls go to the operation's rule.
+_ITEM_METHODS = {"__getitem__": operator.getitem, "__setitem__": operator.setitem,
+                 "__delitem__": operator.delitem, "__contains__": operator.contains,
+                 "__len__": len}
 
 
 def _user_class(cls) -> bool:

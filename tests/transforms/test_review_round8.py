@@ -19,7 +19,7 @@ import pytest
 import bytegrad
 from bytegrad.runtime import shadow
 from bytegrad.runtime.api import _distinct
-from checks import arrays_in, check_grad, fd_gradient, shared_memory
+from checks import arrays_in, check_grad, check_stateful, fd_gradient, shared_memory
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
@@ -682,3 +682,32 @@ def test_plain_programs_against_finite_differences():
     check_grad(lambda a, b: np.sum(np.tanh(a * b + a)), X.copy(), Y.copy())
     f = lambda x: np.sum(np.sin(x) * x)  # noqa: E731
     assert np.allclose(bytegrad.gradient(f, X.copy())[0], fd_gradient(f, (X.copy(),), 0), atol=1e-6)
+
+
+def test_item_and_length_methods_called_directly():
+    """x.__getitem__(k), x.__setitem__(k, v), x.__delitem__(k), x.__contains__(v) and
+    x.__len__() of C types are the operations x[k], x[k] = v, del x[k], v in x, len(x)."""
+    check_grad(lambda x: x.__getitem__(1) * 2.0 + x[0], X.copy())
+    check_grad(lambda x: [x[0], 3.0 * x[1]].__getitem__(1) * x[2], X.copy())
+    check_grad(lambda x: {"a": x[0] * x[1]}.__getitem__("a") + x[2], X.copy())
+
+    def written(x):
+        a = x * 1.0
+        a.__setitem__(0, x[1] * x[2])
+        d = {"k": 1.0}
+        d.__setitem__("k", x[0] ** 2)
+        return np.sum(a * a) + d["k"] + float(a.__contains__(0.0)) + [x, x].__len__() * x[0]
+    check_stateful(written, X.copy())
+
+    def deleted(x):
+        d = {"a": x[0], "b": x[1] * 2.0}
+        d.__delitem__("a")
+        return d["b"] * x[2]
+    check_grad(deleted, X.copy())
+
+
+def test_arithmetic_methods_called_directly_are_refused_clearly():
+    # x.__mul__(y) may return NotImplemented where x * y falls back to y.__rmul__(x), so
+    # it is not taken for the operator: a clear error instead of a gradient
+    with pytest.raises(bytegrad.NoRuleError, match=r"float\.__mul__"):
+        bytegrad.gradient(lambda x: x.__mul__(2.0), 1.5)
