@@ -13,6 +13,7 @@ cell.
 """
 from __future__ import annotations
 
+import threading
 import types
 import weakref
 
@@ -39,9 +40,10 @@ def region(buf, r, a):
 
 
 class Shadow:
-    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed")
+    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed", "inside")
 
-    def __init__(self):
+    def __init__(self, inside=False):
+        self.inside = inside  # belongs to a gradient computation (`fresh`)
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
         self.passed = {}  # id → (object, name): passed through stop_gradient or hook
@@ -124,8 +126,9 @@ class Shadow:
             if ref() is o:  # (not another object that got the id of a dead one)
                 _refuse_change(name)
         if id(o) not in self.mutated:
+            if not self.mutated and self.inside:
+                _mutating(+1)
             self.mutated[id(o)] = o
-            WATCH.all = True
 
     def pass_through(self, x, name, depth=100):
         """Record that ``x`` (and the lists, dicts, arrays and objects it holds) went
@@ -223,8 +226,9 @@ def hand_on(x, name):
     """What ``stop_gradient(x)`` and ``hook(fn, x)``, which hand on the object itself, do
     inside a gradient computation: refuse an object already changed in place (its gradient
     travels through the shadow, past them), and watch it for later changes."""
-    if len(_stack) > 1:
-        sh = _stack[-1]
+    stack = _stack()
+    if len(stack) > 1:
+        sh = stack[-1]
         if sh.holds_mutated(x):
             _refuse(f"{name} of an object that was changed in place is not supported "
                     f"(gradients of changed objects bypass it)", name)
@@ -248,21 +252,45 @@ def _gradient_of(x):
     return getattr(type(x), "gradient_of", None)
 
 
-_stack = [Shadow()]
+# Each thread has its own stack of shadows (the bottom one belongs to no computation).
+# ``WATCH.all``, read inline by the emitted code, is one flag for all threads: set while
+# any shadow holds a mutated object, so a thread may take the watcher's slow path for
+# another's mutations, which then finds its own shadow clean.
+_local = threading.local()
+_lock = threading.Lock()
+_count = [0]  # shadows holding a mutated object, in all threads
+
+
+def _stack() -> list:
+    try:
+        return _local.stack
+    except AttributeError:
+        _local.stack = [Shadow()]
+        return _local.stack
 
 
 def current() -> Shadow:
-    return _stack[-1]
+    try:
+        return _local.stack[-1]
+    except AttributeError:
+        return _stack()[-1]
+
+
+def _mutating(k):
+    with _lock:
+        _count[0] += k
+        WATCH.all = _count[0] > 0
 
 
 class fresh:
     """``with fresh():`` — a new shadow for one top-level gradient computation."""
 
     def __enter__(self):
-        _stack.append(Shadow())
-        WATCH.all = False
-        return _stack[-1]
+        stack = _stack()
+        stack.append(Shadow(inside=True))
+        return stack[-1]
 
     def __exit__(self, *exc):
-        _stack.pop()
-        WATCH.all = bool(_stack[-1].mutated)
+        sh = _stack().pop()
+        if sh.mutated and sh.inside:
+            _mutating(-1)

@@ -70,7 +70,7 @@ def nestlevel():
     the level is read from the runtime: the number of gradient computations whose
     forward pass is running (each has its own shadow).
     """
-    return len(shadow._stack) - 1  # the bottom shadow belongs to no computation
+    return len(shadow._stack()) - 1  # the bottom shadow belongs to no computation
 
 
 @rule(nestlevel)

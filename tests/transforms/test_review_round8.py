@@ -233,7 +233,7 @@ def test_stop_gradient_at_top_level_is_the_identity_and_records_nothing():
     assert bytegrad.stop_gradient(a) is a and bytegrad.stop_gradient(lst) is lst
     a[0] = 3.0
     lst.append(2.0)
-    assert len(shadow._stack) == 1 and not shadow._stack[0].passed
+    assert len(shadow._stack()) == 1 and not shadow._stack()[0].passed
 
 
 def test_no_shadow_outlives_its_gradient():
@@ -252,7 +252,7 @@ def test_no_shadow_outlives_its_gradient():
     assert any(o.passed for o in _alive_shadows())  # held by back, while back lives
     del back
     gc.collect()
-    assert len(_alive_shadows()) == before and not shadow._stack[0].passed
+    assert len(_alive_shadows()) == before and not shadow._stack()[0].passed
 
 
 def test_stopped_object_may_change_after_the_gradient():
