@@ -24,9 +24,10 @@ def unify_returns(ir):
     return ir
 
 
-def return_block(ir) -> int:
-    (b,) = [b for b, blk in enumerate(ir.blocks) if any(br.kind == "return" for br in blk.branches)]
-    return b
+def return_block(ir):
+    """The block that returns, or None for a function that always raises."""
+    bs = [b for b, blk in enumerate(ir.blocks) if any(br.kind == "return" for br in blk.branches)]
+    return bs[0] if bs else None
 
 
 def incoming(ir, b) -> list:

@@ -545,3 +545,19 @@ def test_int_and_str_arguments_get_none():
 
     assert bytegrad.gradient(f, 2.0, 3, "mul") == (3.0, None, None)
     assert bytegrad.gradient(f, 2.0, True, "add") == (1.0, None, None)
+
+
+def _invalid(v):
+    raise ValueError(f"invalid value {v}")  # always raises: it has no return at all
+
+
+def test_a_function_that_always_raises_gives_the_users_error():
+    def f(x):
+        if x < 0.0:
+            _invalid(x)
+        return x * x
+    assert bytegrad.gradient(f, 3.0) == (6.0,)
+    with pytest.raises(ValueError, match="invalid value -1.0"):
+        bytegrad.gradient(f, -1.0)
+    with pytest.raises(ValueError, match="invalid value 2.0"):
+        bytegrad.gradient(_invalid, 2.0)

@@ -86,3 +86,22 @@ def test_watch_is_visible_in_the_forward_ir():
         return x * x
     text = bytegrad.differentiable(f).ir("forward")
     assert "ops.watch(" in text
+
+
+def test_the_mutation_flag_is_down_after_each_computation_even_a_failed_one():
+    def changes(x):
+        a = np.zeros(3)
+        a[0] = x
+        return a.sum() * x
+
+    def fails(x):
+        a = np.zeros(3)
+        a[0] = x
+        raise ValueError("user error after a write")
+
+    assert not WATCH.all
+    assert bytegrad.gradient(changes, 0.5) == (1.0,)  # d/dx x^2
+    assert not WATCH.all
+    with pytest.raises(ValueError, match="user error"):
+        bytegrad.gradient(fails, 0.5)
+    assert not WATCH.all
