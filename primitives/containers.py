@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import operator as op
+import threading
 import types
 
 import numpy as np
@@ -160,7 +161,8 @@ def _iterate(xs, state):
 # -- zip, enumerate, items and values take their items when called.  A loop over
 #    them must not see a container change ahead of it (Python's would see the new
 #    items): each step checks its item against the container, and refuses clearly.
-_TAKEN: dict = {}  # id of the items taken → (the items, sources, their sizes, a check of item i)
+_TAKEN: dict = {}  # id of the items taken → (the items, sources, their sizes, a check of
+#                   item i, the thread): shared by threads, whose items have distinct ids
 
 
 def _taken(y, sources, same):
@@ -168,9 +170,11 @@ def _taken(y, sources, same):
     ``i`` still matches them.  Only changeable sources count."""
     sources = [x for x in sources if isinstance(x, (list, dict, np.ndarray))]
     if sources:
-        if len(_TAKEN) > 256:  # loops left by break: forget the oldest
-            del _TAKEN[next(iter(_TAKEN))]
-        _TAKEN[id(y)] = (y, sources, [len(x) for x in sources], same)
+        if len(_TAKEN) > 256:  # loops left by break: forget this thread's oldest
+            me = threading.get_ident()
+            old = next((k for k in list(_TAKEN) if _TAKEN.get(k, (0,) * 5)[4] == me), None)
+            _TAKEN.pop(old, None)
+        _TAKEN[id(y)] = (y, sources, [len(x) for x in sources], same, threading.get_ident())
     return y
 
 
@@ -178,7 +182,7 @@ def _check_taken(y, i):
     entry = _TAKEN.get(id(y))
     if entry is None or entry[0] is not y:
         return
-    _, sources, sizes, same = entry
+    _, sources, sizes, same, _ = entry
     if [len(x) for x in sources] != sizes or i < len(y) and not same(i):
         del _TAKEN[id(y)]
         file, line = user_location()

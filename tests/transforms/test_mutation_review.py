@@ -710,3 +710,17 @@ def test_callable_object_argument_changed_in_place():
         m.params["w"] = m.params["w"] * 2.0  # an in-place update of a model passed in
         return y + m(x)
     check_stateful(f, _Model(1.5), 0.7)
+
+
+def test_the_refusal_holds_after_many_loops_left_by_break():
+    """The registry of taken items forgets the oldest of more than 256 loops left by
+    break; the loop running now is still checked."""
+    def f(xs, x):
+        for _ in range(300):
+            for i, v in enumerate(xs):
+                break
+        for i, v in enumerate(xs):
+            xs[-1] = x
+        return v
+    with pytest.raises(NotImplementedError, match="zip/enumerate/items/values"):
+        bytegrad.gradient(f, [1.0, 2.0], 0.5)
