@@ -34,7 +34,12 @@ def pullback(f, *args, wrt=None, **kw):
         mutation.seal(sh)
 
     def back(dy):
-        g = pb(dy)
+        try:
+            g = pb(dy)
+        except BaseException:
+            if sh.mutated:  # the arguments as the call left them, and no stale entries
+                mutation.reapply(sh)
+            raise
         g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
             tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
         if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents

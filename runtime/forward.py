@@ -178,14 +178,17 @@ def forward(f, *args, **kw):
         return y, _drop_callee(pb)
     if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
             not isinstance(f.__self__, (types.ModuleType, type)):
-        # a method of a C type (``xs.append``, ``xs.__delitem__``): look for a rule of the
-        # unbound method, or of the operation an item or length method is
-        unbound = getattr(type(f.__self__), f.__name__, None)
-        if f.__name__ in _ITEM_METHODS and rule_for(unbound) is None:
-            unbound = _ITEM_METHODS[f.__name__]
+        # a method of a C type (``xs.append``, ``xs.__delitem__``, also reached through
+        # super() from an override): the rule of the unbound C method
+        unbound = _c_method(f)
+        if unbound is _COUNT:
+            return f(*args, **kw), nograd(len(args))
         y, pb = forward(unbound, f.__self__, *args, **kw) if unbound is not None \
             else run_plain(f, (f.__self__,) + args, kw, call=lambda s, *a, **k: f(*a, **k))
         return y, _drop_callee(pb)
+    if (t is types.WrapperDescriptorType or t is types.MethodDescriptorType) and args and \
+            type(args[0]) is f.__objclass__ and f.__name__ in _ITEM_METHODS:
+        return forward(_ITEM_METHODS[f.__name__], *args, **kw)  # list.__getitem__(xs, k)
     if not isinstance(f, type) and type(getattr(type(f), "__call__", None)) is types.FunctionType:
         y, pb = forward(type(f).__call__, f, *args, **kw)
         return y, _drop_callee(pb)
@@ -195,6 +198,28 @@ def forward(f, *args, **kw):
     if isinstance(f, type) and _user_class(f):
         return construct(f, args, kw)
     return run_plain(f, args, kw)
+
+
+def _c_method(f):
+    """The unbound C method that the bound C method ``f`` calls: not a Python override
+    of the same name in a subclass (``super().__len__()`` in ``__len__``).  An item or
+    length method of a built-in type itself is the operation (``x[k]``, ``len(x)``)."""
+    name, obj = f.__name__, f.__self__
+    owner = getattr(f, "__objclass__", None)  # (method-wrappers know it)
+    if owner is None:
+        owner = next((c for c in type(obj).__mro__ if name in c.__dict__
+                      and type(c.__dict__[name]) is not types.FunctionType), None)
+    if owner is None:
+        return None
+    unbound = owner.__dict__.get(name) or getattr(owner, name, None)
+    if name in _ITEM_METHODS and type(obj) is owner and rule_for(unbound) is None:
+        return _ITEM_METHODS[name]
+    if name in ("__len__", "__contains__") and rule_for(unbound) is None:
+        return _COUNT  # of a subclass: a count or a test, with no gradient
+    return unbound
+
+
+_COUNT = object()
 
 
 # ``x.__getitem__(k)`` is ``x[k]`` for every type (no NotImplemented to fall back
