@@ -234,3 +234,22 @@ def shared_memory(gs, args=()):
            if np.shares_memory(a, b)]
     return out + [(p, "arg") for p, a in arrs for _, b in arrays_in(tuple(args))
                   if np.shares_memory(a, b)]
+
+
+def in_threads(work, n, rounds, switch=1e-5):
+    """``rounds`` times, ``work(k, barrier)`` in ``n`` threads started together, with
+    Python switching threads every ``switch`` seconds (so they interleave finely)."""
+    import sys
+    import threading
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(switch)
+    try:
+        for _ in range(rounds):
+            bar = threading.Barrier(n)
+            ts = [threading.Thread(target=work, args=(k, bar)) for k in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+    finally:
+        sys.setswitchinterval(old)

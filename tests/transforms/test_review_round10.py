@@ -4,7 +4,6 @@ failed when the review was written and are fixed now (some as clear refusals).""
 from __future__ import annotations
 
 import operator
-import sys
 import threading
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 import bytegrad
 from bytegrad.ir.ops import WATCH
 from bytegrad.runtime import shadow
-from bytegrad.tests.checks import check_grad, fd_gradient
+from bytegrad.tests.checks import check_grad, fd_gradient, in_threads
 
 
 # ------------------------------------------------------------------ programs
@@ -68,42 +67,32 @@ def test_three_threads_mixed_programs_backs_called_late():
     them only after later forwards (its own and the other threads')."""
     refs = {f: bytegrad.gradient(f, W0, X0) for f in (prog, clean, ck)}
     bad = []
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        def worker(k, bar):
-            bar.wait()
-            held = []
-            for i in range(40):
-                f = (prog, clean, ck, fails)[(i + k) % 4]
-                if f is fails:
-                    try:
-                        bytegrad.gradient(f, W0, X0)
-                    except ValueError:
-                        pass
-                    continue
-                _, back = bytegrad.pullback(f, W0, X0)
-                held.append((f, back))
-                if len(held) > 3:
-                    f0, b0 = held.pop(0)
-                    g = b0(1.0)
-                    if not _eq(g, refs[f0]):
-                        bad.append((f0.__name__, g))
-                if bytegrad.nestlevel() != 0:
-                    bad.append("nestlevel")
-            for f0, b0 in held:
-                if not _eq(b0(1.0), refs[f0]):
-                    bad.append(f0.__name__)
 
-        for _ in range(5):
-            bar = threading.Barrier(3)
-            ts = [threading.Thread(target=worker, args=(k, bar)) for k in range(3)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
-    finally:
-        sys.setswitchinterval(old)
+    def worker(k, bar):
+        bar.wait()
+        held = []
+        for i in range(40):
+            f = (prog, clean, ck, fails)[(i + k) % 4]
+            if f is fails:
+                try:
+                    bytegrad.gradient(f, W0, X0)
+                except ValueError:
+                    pass
+                continue
+            _, back = bytegrad.pullback(f, W0, X0)
+            held.append((f, back))
+            if len(held) > 3:
+                f0, b0 = held.pop(0)
+                g = b0(1.0)
+                if not _eq(g, refs[f0]):
+                    bad.append((f0.__name__, g))
+            if bytegrad.nestlevel() != 0:
+                bad.append("nestlevel")
+        for f0, b0 in held:
+            if not _eq(b0(1.0), refs[f0]):
+                bad.append(f0.__name__)
+
+    in_threads(worker, 3, 5, switch=1e-6)
     assert not bad, bad[:5]
     assert not WATCH.all and shadow._count[0] == 0
 
@@ -380,9 +369,8 @@ def _hooked(fn):
     return f
 
 
-def test_a_reverse_pass_that_raises_leaves_the_argument_reverted():
-    # FINDING: when a hook's function raises in the reverse pass, the argument changed in
-    # place is left holding its old contents [2, 3, 5], not what the call left [3, 9, 5].
+def _fails_once():
+    """A hook function that raises the first time it runs."""
     calls = [0]
 
     def fn(g):
@@ -390,8 +378,14 @@ def test_a_reverse_pass_that_raises_leaves_the_argument_reverted():
         if calls[0] == 1:
             raise RuntimeError("hook fails once")
         return g
+    return fn
+
+
+def test_a_reverse_pass_that_raises_leaves_the_argument_reverted():
+    # FINDING: when a hook's function raises in the reverse pass, the argument changed in
+    # place is left holding its old contents [2, 3, 5], not what the call left [3, 9, 5].
     a = np.array([2.0, 3.0, 5.0])
-    _, back = bytegrad.pullback(_hooked(fn), a, 1.5)
+    _, back = bytegrad.pullback(_hooked(_fails_once()), a, 1.5)
     assert np.array_equal(a, [3.0, 9.0, 5.0])
     with pytest.raises(RuntimeError, match="hook fails once"):
         back(1.0)
@@ -402,14 +396,7 @@ def test_a_back_called_again_after_it_raised():
     # FINDING: calling the same back again after it raised gives
     # (29.25, 18, 3), 56 where the right gradient is (9, 4.5, 1.5), 29 (the failed pass's
     # shadow entries are kept and added again).
-    calls = [0]
-
-    def fn(g):
-        calls[0] += 1
-        if calls[0] == 1:
-            raise RuntimeError("hook fails once")
-        return g
-    f = _hooked(fn)
+    f = _hooked(_fails_once())
     a = np.array([2.0, 3.0, 5.0])
     _, back = bytegrad.pullback(f, a, 1.5)
     with pytest.raises(RuntimeError):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad, check_pullback, check_stateful, fd_gradient, shared_memory
+from checks import check_grad, check_pullback, check_stateful, fd_gradient, in_threads, shared_memory
 
 N = 128  # 128 x 128 float64 = 128 KiB: the cache is active
 
@@ -1130,7 +1130,6 @@ def test_two_threads_mutating_programs():
     # thread computes a mutation-free MLP gradient (7 of 20 rounds of 40 calls; the MLP's
     # stayed right).  No error is raised.  (The buffer cache is per thread and is fine:
     # two threads of mutation-free gradients agree, test_two_threads_gradients_at_once.)
-    import sys
     W = rnd((N, N), 490, 0.1)
     Xs = [rnd((64, N), 491 + i) for i in range(2)]
     refs = [bytegrad.gradient(thread_prog, W, X) for X in Xs]
@@ -1148,18 +1147,7 @@ def test_two_threads_mutating_programs():
         except Exception as e:  # pragma: no cover
             errors.append(e)
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        for _ in range(4):
-            bar = threading.Barrier(2)
-            ts = [threading.Thread(target=work, args=(i, bar)) for i in range(2)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
-    finally:
-        sys.setswitchinterval(old)
+    in_threads(work, 2, 4)
     assert not errors, errors
     assert not bad, f"{len(bad)} of 320 gradients computed in two threads were wrong"
 
