@@ -137,12 +137,32 @@ def _grad_at(g, path):
     return 0.0 if g is None else g
 
 
-def _fd(phi, args, i, path, h):
+def _fd(phi, args, i, path, h, v=1.0):
+    """Central difference of ``phi`` along ``v`` added at ``path`` inside argument ``i``
+    (a float's path, or an array's with ``v`` an array), on deep copies."""
     def at(d):
         a = list(copy.deepcopy(args))
-        a[i] = _bump(a[i], path, d)
+        a[i] = _bump(a[i], path, d * v)
         return phi(*a)
     return (at(h) - at(-h)) / (2 * h)
+
+
+def check_direction(f, args, grads, path, n=2, h=1e-5, rtol=1e-5, atol=1e-7, seed=0):
+    """``<gradient, v>`` against central finite differences of ``f`` along ``n`` random
+    directions ``v`` of the float or array at ``path`` (an argument's index, then keys,
+    list indices or attributes): for arguments too big to check entry by entry."""
+    i, rest = path[0], tuple(path[1:])
+    x = args[i]
+    for k in rest:
+        x = x[k] if isinstance(x, (dict, list, tuple)) else getattr(x, k)
+    g = np.asarray(_grad_at(grads[i], rest), dtype=np.float64)
+    for s in range(n):
+        v = np.random.default_rng(1000 + 17 * s + seed).standard_normal(np.shape(x))
+        if isinstance(x, np.ndarray):
+            v = v.astype(x.dtype)
+        expected = _fd(f, args, i, rest, h, v)
+        got = float(np.sum(g * v))
+        assert np.isclose(got, expected, rtol=rtol, atol=atol), (path, got, expected)
 
 
 def _compare(grads, orig, phi, rtol, atol, h):

@@ -18,7 +18,7 @@ import pytest
 
 import bytegrad
 from bytegrad.primitives import buffers
-from checks import arr, check_grad, check_stateful, fd_gradient
+from checks import arr, check_direction, check_grad, check_stateful, fd_gradient
 
 N = 128  # 128 x 128 float64 = 128 KiB: above buffers.SMALL, so the cache is used
 _R = np.random.default_rng(6)
@@ -53,6 +53,9 @@ def _in_thread(fn):
     if "e" in out:
         raise out["e"]
     return out["r"]
+
+
+_KINKED = {"h": 1e-7, "rtol": 1e-4}  # finite differences of programs with |.| at 16384 entries
 
 
 def _same(ga, gb):
@@ -108,6 +111,9 @@ def test_cache_results_kept_across_calls(f):
     kept = [bytegrad.gradient(f, W0 * (1 + 0.1 * k), X) for k in range(5)]
     refs = [_without_cache(bytegrad.gradient, f, W0 * (1 + 0.1 * k), X) for k in range(5)]
     assert all(_same(a, b) for a, b in zip(kept, refs))
+    for k in (0, 4):  # and the results are right, not merely equal (a small step: |.| has
+        for i in (0, 1):  # kinks, and a step of 1e-5 crosses some of 16384 of them)
+            check_direction(f, (W0 * (1 + 0.1 * k), X), kept[k], (i,), **_KINKED)
 
 
 def test_cache_hook_stashed_gradients_survive_later_calls():
@@ -160,6 +166,9 @@ def test_cache_training_loop_with_gradients_in_dicts():
     p1, g1 = _train(4)
     p2, g2 = _without_cache(_train, 4)
     assert _same(p1, p2) and _same(g1, g2)
+    p = {"W": W0.copy(), "V": V0.copy()}
+    check_direction(_mlp_loss, (p, X), (g1[0], None), (0, "W"), **_KINKED)
+    check_direction(_mlp_loss, (p, X), (g1[0], None), (0, "V"), **_KINKED)
 
 
 def test_cache_pullback_called_twice_and_gradient_as_seed():
@@ -188,9 +197,10 @@ def test_cache_threads():
         t.join()
     for t in range(3):
         for k in (0, 5):
-            ref = _without_cache(bytegrad.gradient, _twice_used_with_hook,
-                                 W0 * (1 + 0.01 * t), X * (1 + 0.01 * k))
+            args = (W0 * (1 + 0.01 * t), X * (1 + 0.01 * k))
+            ref = _without_cache(bytegrad.gradient, _twice_used_with_hook, *args)
             assert _same(res[t][k], ref)
+            check_direction(_twice_used_with_hook, args, res[t][k], (0,), n=1, **_KINKED)
     _stash.clear()
 
 
