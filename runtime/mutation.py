@@ -11,15 +11,13 @@ the reverse pass reaches the statement that produced it.
 """
 from __future__ import annotations
 
-import functools
-import types
 import weakref
 
 import numpy as np
 
 from ..ir.ops import WATCH
 from .algebra import accum, unwrap
-from .shadow import current
+from .shadow import current, fields
 
 
 class Always:
@@ -256,29 +254,6 @@ def _restore(o, s):
             object.__delattr__(o, name)
         for name, v in s.items():
             object.__setattr__(o, name, v)
-
-
-def fields(o):
-    """An object's fields by name: its ``__dict__`` and the ``__slots__`` it has set;
-    None for what has neither (a number, a function)."""
-    names = [n for t in type(o).__mro__ for n in _slots(t) if n not in ("__dict__", "__weakref__")]
-    own = getattr(o, "__dict__", None)
-    if own is None and not names or isinstance(o, _NOT_OBJECTS):
-        return None
-    out = dict(own or {})
-    for n in names:
-        if hasattr(o, n):
-            out[n] = getattr(o, n)
-    return out
-
-
-_NOT_OBJECTS = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-                types.ModuleType, functools.partial)
-
-
-def _slots(t):
-    s = t.__dict__.get("__slots__", ())
-    return (s,) if isinstance(s, str) else s
 
 
 def collect(sh, x, g, seen=None):

@@ -13,6 +13,7 @@ cell.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import types
 import weakref
@@ -208,18 +209,36 @@ class Shadow:
 
 
 def _parts(x):
-    """What ``x`` holds: a container's items, an object's fields (not a class's or a
-    function's)."""
+    """What ``x`` holds: a container's items, an object's fields."""
     if type(x) is dict:
         return x.values()
     if type(x) is list or isinstance(x, tuple):
         return x
-    if isinstance(x, (type, types.FunctionType, types.MethodType, types.ModuleType)):
-        return ()
-    fields = getattr(x, "__dict__", None)
-    slots = [getattr(x, s) for c in type(x).__mro__ for s in getattr(c, "__slots__", ())
-             if isinstance(s, str) and hasattr(x, s)]
-    return (list(fields.values()) if type(fields) is dict else []) + slots
+    named = fields(x)
+    return named.values() if named else ()
+
+
+def fields(o):
+    """An object's fields by name: its ``__dict__`` and the ``__slots__`` it has set;
+    None for what has neither (a number, a function)."""
+    names = [n for t in type(o).__mro__ for n in _slots(t) if n not in ("__dict__", "__weakref__")]
+    own = getattr(o, "__dict__", None)
+    if own is None and not names or isinstance(o, _NOT_OBJECTS):
+        return None
+    out = dict(own or {})
+    for n in names:
+        if hasattr(o, n):
+            out[n] = getattr(o, n)
+    return out
+
+
+_NOT_OBJECTS = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                types.ModuleType, functools.partial)
+
+
+def _slots(t):
+    s = t.__dict__.get("__slots__", ())
+    return (s,) if isinstance(s, str) else s
 
 
 def hand_on(x, name):
