@@ -62,8 +62,7 @@ def _sum_back(a, b, sign, y):
     only the operands' shapes and dtypes, not the arrays."""
     if sign > 0 and _as(a, y) and _as(b, y):  # no broadcasting, no casting: both get d
         like = light(y)
-        return lambda d: (None, d, d) if type(d) is np.ndarray and d.shape == like.shape \
-            and d.dtype is like.dtype else (None, ub(like, d), ub(like, d))
+        return lambda d: (None, *(ub(like, d),) * 2)  # (ub hands d back when it fits)
     a, b = light(a), light(b)
     fa, fb = active(a), active(b)
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
