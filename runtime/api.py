@@ -15,7 +15,7 @@ from .errors import NotScalarError
 from .forward import call_function, compiled, forward
 
 
-def pullback(f, *args, wrt=None, **kw):
+def pullback(f, /, *args, wrt=None, **kw):
     """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument.
 
     ``wrt`` (indices of positional arguments, negative ones from the end) names the
@@ -152,13 +152,13 @@ def _scalar_message(f, y, what):
             f"use bytegrad.pullback({name}, ...) and call its back with a gradient of the output")
 
 
-def gradient(f, *args, **kw):
+def gradient(f, /, *args, **kw):
     """Gradients of the scalar ``f(*args, **kw)``, one per positional argument (None where
     there is none)."""
     return value_and_gradient(f, *args, **kw)[1]
 
 
-def value_and_gradient(f, *args, wrt=None, **kw):
+def value_and_gradient(f, /, *args, wrt=None, **kw):
     y, back = pullback(f, *args, wrt=wrt, **kw)
     if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
         return y, (None,) * len(args)

@@ -104,11 +104,11 @@ def _bind(f, args, kw):
     ``ops.make_function`` passes them on to the values the defaults came from.
     """
     P = inspect.Parameter
-    sig = inspect.signature(f)
+    sig = _code_signature(f)
     ba = sig.bind(*args, **kw)
     given = set(ba.arguments)
     ba.apply_defaults()
-    ps = list(sig.parameters.values())
+    ps = [sig.parameters[n] for n in _entry_names(f.__code__)]
     params = [ba.arguments[p.name] for p in ps]
     positional = [p.name for p in ps if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
     with_default = positional[len(positional) - len(f.__defaults__ or ()):]
@@ -138,6 +138,21 @@ def _bind(f, args, kw):
     return params, unbind
 
 
+def _code_signature(f):
+    """The signature Python binds a call of ``f`` with: its code's, not a ``__wrapped__``
+    function's (``functools.wraps``) nor a ``__signature__`` it claims."""
+    plain = types.FunctionType(f.__code__, {}, None, f.__defaults__, f.__closure__)
+    plain.__kwdefaults__ = f.__kwdefaults__
+    return inspect.signature(plain)
+
+
+def _entry_names(code):
+    """The parameters in the order of the transformed function's entry arguments (the
+    code's: positional, keyword-only, ``*args``, ``**kw``), not the signature's."""
+    varargs, varkw = bool(code.co_flags & inspect.CO_VARARGS), bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return code.co_varnames[:code.co_argcount + code.co_kwonlyargcount + varargs + varkw]
+
+
 def call_function(f, args, kw, wrt=None):
     c = (_CACHE.get(f.__code__) if wrt is None else None) or compiled(f, wrt)
     if kw or not c.simple or len(args) != c.nargs:
@@ -158,7 +173,7 @@ def _drop_callee(pb):
     return mutation.wrapping(pb, lambda dy: pb(dy)[1:])
 
 
-def forward(f, *args, **kw):
+def forward(f, /, *args, **kw):
     """``(f(*args, **kw), pullback)``."""
     try:
         r = RULES.get(f)
@@ -260,7 +275,7 @@ def construct(cls, args, kw):
     return obj, mutation.Effect(back)
 
 
-def forward_soft(f, *args, **kw):
+def forward_soft(f, /, *args, **kw):
     """``forward`` for a call made active only because an operand may have been
     changed in place: a callable with no rule runs plainly unless an operand holds
     a changed object (then it would have needed one)."""

@@ -28,7 +28,7 @@ def _hook(fn, x):
     return x, lambda dy: (None, None, fn(dy))
 
 
-def checkpoint(f, *args):
+def checkpoint(f, /, *args):
     """``f(*args)``, differentiated without keeping ``f``'s tape: the forward pass runs
     ``f`` plainly, and the reverse pass runs it again under AD to get its pullback.
     Trades time (``f`` runs twice) for memory.  ``f`` must give the same result when
@@ -40,7 +40,7 @@ def checkpoint(f, *args):
 
 
 @rule(checkpoint)
-def _checkpoint(f, *args):
+def _checkpoint(f, /, *args):
     outer = shadow.current()
     y = f(*args)
 
@@ -83,7 +83,7 @@ def _stop_gradient(x):
     return stop_gradient(x), nograd(1)
 
 
-def _nested(f, *args, **kw):
+def _nested(f, /, *args, **kw):
     file, line = user_location()
     raise NotImplementedError(
         f"{file}:{line}: a gradient of a gradient (nested differentiation) is not supported "

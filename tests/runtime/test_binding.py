@@ -1,0 +1,126 @@
+"""Calls of transformed functions bind their arguments exactly as Python binds them.
+
+Functions are generated over every combination of parameter kinds (positional-only,
+positional-or-keyword, ``*args``, keyword-only with and without defaults, ``**kw``)
+and called in every way Python allows; the value must be the plain call's and the
+gradient of each argument the coefficient of the parameter it lands in.
+"""
+import functools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import bytegrad
+
+from checks import fd_gradient
+
+
+def _make(posonly, poskw, varargs, kwonly, varkw):
+    """A function over the given parameter kinds that is linear in each, with a
+    distinct coefficient per parameter; an omitted (None) parameter counts its
+    own default instead, so a wrongly bound default changes the value."""
+    ps, body = [], []
+    names = [f"p{i}" for i in range(posonly)] + [f"q{i}" for i in range(poskw)]
+    ps += [f"p{i}=None" for i in range(posonly)]
+    if posonly:
+        ps.append("/")
+    ps += [f"q{i}=None" for i in range(poskw)]
+    ps.append("*va" if varargs else "*" if kwonly else "")
+    ps += [f"k{i}=None" if i % 2 else f"k{i}" for i in range(kwonly)]
+    names += [f"k{i}" for i in range(kwonly)]
+    if varkw:
+        ps.append("**vk")
+    for c, n in enumerate(names, 2):
+        body.append(f"{c} * ({n} if {n} is not None else {c / 10})")
+    if varargs:
+        body.append("sum((j + 11) * v for j, v in enumerate(va))")
+    if varkw:
+        body.append("sum(len(k) * 13 * v for k, v in sorted(vk.items()))")
+    src = f"def f({', '.join(p for p in ps if p)}):\n    return {' + '.join(body) or '0.0'}\n"
+    ns = {}
+    exec(compile(src, f"<binding {src!r}>", "exec"), ns)
+    return ns["f"], src
+
+
+@st.composite
+def calls(draw):
+    """A generated function and a call of it: positional values and keyword values."""
+    kinds = dict(posonly=draw(st.integers(0, 2)), poskw=draw(st.integers(0, 2)),
+                 varargs=draw(st.booleans()), kwonly=draw(st.integers(0, 2)),
+                 varkw=draw(st.booleans()))
+    f, src = _make(**kinds)
+    vals = iter(draw(st.lists(st.floats(-2, 2), min_size=12, max_size=12)))
+    args, kw = [], {}
+    npos = kinds["posonly"] + kinds["poskw"]
+    n_given = draw(st.integers(0, npos))  # a prefix given positionally, the rest omitted or by name
+    args = [next(vals) for _ in range(n_given)]
+    for i in range(max(n_given, kinds["posonly"]), npos):
+        if draw(st.booleans()):
+            kw[f"q{i - kinds['posonly']}"] = next(vals)
+    if kinds["varargs"] and n_given == npos:
+        args += [next(vals) for _ in range(draw(st.integers(0, 2)))]
+    for i in range(kinds["kwonly"]):
+        if i % 2 == 0 or draw(st.booleans()):
+            kw[f"k{i}"] = next(vals)
+    if kinds["varkw"]:
+        for name in draw(st.lists(st.sampled_from(["x", "yy", "zzz"]), max_size=2, unique=True)):
+            kw[name] = next(vals)
+    return f, src, args, kw
+
+
+@given(calls())
+def test_transformed_call_binds_as_python_does(call):
+    f, src, args, kw = call
+    names = list(kw)
+    n = len(args)
+
+    def through(*vals):  # every argument positional here, so each gets a gradient
+        return f(*vals[:n], **dict(zip(names, vals[n:])))
+    vals = args + list(kw.values())
+    y, grads = bytegrad.value_and_gradient(through, *vals)
+    assert y == pytest.approx(f(*args, **kw)), src
+    for i, g in enumerate(grads):
+        assert (g or 0.0) == pytest.approx(fd_gradient(through, vals, i), abs=1e-6), (src, i)
+
+
+def test_keyword_only_after_varargs_bind_to_their_names():
+    def g(*its, t=None):
+        return its[0][0] * its[1][1]
+
+    def h(fn, *its, t=None):
+        if t is not None:  # the default must be bound to t, not to a slot of its
+            return 0.0
+        return fn(its[0][0])
+    x = np.array([1.0, 2.0, 3.0])
+    ga, gb = bytegrad.grad(lambda a, b: g(a, b), argnums=(0, 1))(x, x)
+    np.testing.assert_array_equal(ga, [2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(gb, [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(bytegrad.grad(lambda a: h(np.sin, a))(x), [math.cos(1.0), 0.0, 0.0])
+
+
+@pytest.mark.parametrize("name", ["f", "wrt", "args", "kw"])
+def test_parameters_named_like_the_machinery(name):
+    ns = {}
+    exec(f"def h(x, {name}=2.0):\n    return x * {name}\n", ns)
+    h = ns["h"]
+    assert bytegrad.grad(lambda x: h(x, **{name: 3.0}))(2.0) == 3.0
+    if name != "wrt":  # (the API's own keyword: which gradients pullback computes)
+        assert bytegrad.gradient(h, 2.0, **{name: 5.0}) == (5.0,)
+
+
+def _passing_on(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def test_functools_wraps_wrapper_binds_its_own_signature():
+    @_passing_on
+    def power(x, p=2):
+        return x ** p
+    assert bytegrad.grad(power)(3.0) == pytest.approx(6.0)
+    assert bytegrad.grad(lambda x: power(x, p=3))(2.0) == pytest.approx(12.0)
+    assert bytegrad.grad(lambda x: power(p=3, x=x))(2.0) == pytest.approx(12.0)
