@@ -9,10 +9,13 @@ import types
 
 import numpy as np
 
-from . import mutation, shadow
+from . import collector, mutation, shadow
 from .algebra import unwrap
 from .errors import NotScalarError
 from .forward import call_function, compiled, forward
+
+
+_PAUSED = collector.paused()
 
 
 def pullback(f, /, *args, wrt=None, **kw):
@@ -25,7 +28,7 @@ def pullback(f, /, *args, wrt=None, **kw):
     n = len(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
-    with shadow.fresh() as sh:
+    with _PAUSED, shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
             y, pb = call_function(f, args, kw, wrt=entry)
         else:
@@ -34,19 +37,20 @@ def pullback(f, /, *args, wrt=None, **kw):
         mutation.seal(sh)
 
     def back(dy):
-        try:
-            g = pb(dy)
-        except BaseException:
-            if sh.mutated:  # the arguments as the call left them, and no stale entries
+        with _PAUSED:
+            try:
+                g = pb(dy)
+            except BaseException:
+                if sh.mutated:  # the arguments as the call left them, and no stale entries
+                    mutation.reapply(sh)
+                raise
+            g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
+                tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
+            if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents
+                g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
+                          for i, (a, x) in enumerate(zip(args, g)))
                 mutation.reapply(sh)
-            raise
-        g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
-            tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
-        if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents
-            g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
-                      for i, (a, x) in enumerate(zip(args, g)))
-            mutation.reapply(sh)
-        return _distinct(g, (args, dy))
+            return _distinct(g, (args, dy))
     return y, back
 
 
@@ -159,10 +163,13 @@ def gradient(f, /, *args, **kw):
 
 
 def value_and_gradient(f, /, *args, wrt=None, **kw):
-    y, back = pullback(f, *args, wrt=wrt, **kw)
-    if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
-        return y, (None,) * len(args)
-    return y, back(_seed(y, f))
+    with _PAUSED:  # until the tape is gone, so the collector never sees it
+        y, back = pullback(f, *args, wrt=wrt, **kw)
+        if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
+            return y, (None,) * len(args)
+        g = back(_seed(y, f))
+        del back
+    return y, g
 
 
 def value_and_grad(f, argnums=0):

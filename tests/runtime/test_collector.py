@@ -1,0 +1,74 @@
+"""The cyclic collector is paused while a gradient is computed, and only then."""
+import gc
+import threading
+
+import pytest
+
+import bytegrad
+
+
+_freed = []
+
+
+class _Node:
+    def __del__(self):
+        _freed.append(self.name)
+
+
+def _with_a_cycle(x):
+    a, b = _Node(), _Node()
+    a.name, b.name = "a", "b"
+    a.other, b.other = b, a  # garbage in a cycle once this returns
+    return x * x
+
+
+def test_cycles_made_while_differentiating_are_collected_afterwards():
+    _freed.clear()
+    assert bytegrad.grad(_with_a_cycle)(3.0) == 6.0
+    assert gc.isenabled()
+    gc.collect()
+    assert sorted(_freed) == ["a", "b"]
+
+
+def test_collector_is_off_during_the_forward_and_reverse_passes():
+    seen = []  # (written by the hook, which runs plainly: f's own writes are undone)
+
+    def f(x):
+        on = gc.isenabled()
+        return bytegrad.hook(lambda d: seen.append(gc.isenabled()) or d, x) * (3.0 if on else 2.0)
+    y, back = bytegrad.pullback(f, 1.5)
+    assert y == 3.0 and gc.isenabled()
+    assert back(1.0) == (2.0,)
+    assert seen == [False] and gc.isenabled()
+
+
+def test_collector_is_restored_when_the_function_raises():
+    def bad(x):
+        raise ValueError("from the user")
+    with pytest.raises(ValueError, match="from the user"):
+        bytegrad.grad(bad)(1.0)
+    assert gc.isenabled()
+
+
+def test_a_collector_the_user_turned_off_stays_off():
+    gc.disable()
+    try:
+        assert bytegrad.grad(lambda x: x * x)(2.0) == 4.0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_threads_resume_the_collector_when_the_last_one_ends():
+    start = threading.Barrier(4)
+
+    def work():
+        start.wait()
+        for _ in range(50):
+            assert bytegrad.grad(lambda x: x ** 3)(2.0) == 12.0
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert gc.isenabled()
