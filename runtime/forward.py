@@ -18,6 +18,7 @@ from ..ir.ops import WATCH
 from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
+from .cache import Cache
 from .errors import NoRuleError
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
 from .shadow import current
@@ -62,37 +63,25 @@ class Pullback(mutation.Always):
 
 
 class Compiled:
-    """The transformed code of one code object."""
+    """The transformed code of one code object, for the globals it was decided in."""
 
-    def __init__(self, code, globals_, wrt=None):
-        self.stages = transform(lift(code), _Hooks, globals_, wrt)
+    def __init__(self, code, reading, wrt=None):
+        self.stages = transform(lift(code), _Hooks, reading, wrt)
+        self.decided = reading.decided()
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
         self.simple = not (m.varargs or m.varkw or code.co_kwonlyargcount)
         self.nargs = code.co_argcount
-        self._forwards = {}
-
-    def forward_for(self, globals_):
-        """The forward function in ``globals_`` (keyed by identity: the function keeps
-        its globals alive, so the id is not reused)."""
-        fn = self._forwards.get(id(globals_))
-        if fn is None:
-            fn = self._forwards[id(globals_)] = types.FunctionType(self.forward_code, globals_)
-        return fn
 
 
-_CACHE: dict = {}
+_CACHE = Cache(Compiled)
 
 
 def compiled(f, wrt=None) -> Compiled:
     """The transformed code of function ``f``, made on first use; with ``wrt``, a
     version where only those entry arguments (0 is ``f`` itself) are active."""
-    key = f.__code__ if wrt is None else (f.__code__, wrt)
-    c = _CACHE.get(key)
-    if c is None:
-        c = _CACHE[key] = Compiled(f.__code__, f.__globals__, wrt)
-    return c
+    return _CACHE.get(f.__code__, f.__globals__, wrt)
 
 
 def _bind(f, args, kw):
@@ -154,12 +143,13 @@ def _entry_names(code):
 
 
 def call_function(f, args, kw, wrt=None):
-    c = (_CACHE.get(f.__code__) if wrt is None else None) or compiled(f, wrt)
+    c = _CACHE.get(f.__code__, f.__globals__, wrt)
     if kw or not c.simple or len(args) != c.nargs:
         params, unbind = _bind(f, args, kw)
     else:
         params, unbind = args, None
-    y, tape = c.forward_for(f.__globals__)(f, *params)
+    # a function per call, so that no cache entry keeps a globals dict alive
+    y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
     pb = Pullback(c.adjoint, tape, unbind)
     if WATCH.all:  # something was mutated: the result may hold it
         sh = current()

@@ -1,0 +1,69 @@
+"""The cache of transformed code: by the code object's identity, checked against the
+globals that decided activity.
+
+A transform reads the caller's globals to decide which calls are active (a global
+``floor`` is a plain call, a global ``sin`` is not).  Two modules may hold equal code
+objects (code equality ignores the file and the globals), and a global may be
+rebound after its function was transformed, so an entry is used only for code it
+was made from (by identity) and where every global it read still names what it read.
+Entries hold neither the code nor any globals dict alive.
+"""
+from __future__ import annotations
+
+import weakref
+
+_MISSING = object()
+_VARIANTS = 4  # transforms kept per code object (one per module that shares it, say)
+
+
+class Reading:
+    """A function's globals, as the transform sees them, recording each name it reads."""
+
+    __slots__ = ("globals", "read")
+
+    def __init__(self, globals_):
+        self.globals, self.read = globals_, {}
+
+    def __contains__(self, name):
+        v = self.read[name] = self.globals.get(name, _MISSING)
+        return v is not _MISSING
+
+    def __getitem__(self, name):
+        return self.globals[name]
+
+    def decided(self):
+        """``((name, held, weak), …)``: what was read, held weakly where it can be."""
+        out = []
+        for name, v in self.read.items():
+            try:
+                out.append((name, weakref.ref(v), True))
+            except TypeError:  # ints, lists, dicts, builtins: held as they are
+                out.append((name, v, False))
+        return tuple(out)
+
+
+def still_decided(decided, globals_) -> bool:
+    """Whether each global in ``decided`` still names the object it named."""
+    for name, held, weak in decided:
+        v = globals_.get(name, _MISSING)
+        if (held() if weak else held) is not v:
+            return False
+    return True
+
+
+class Cache:
+    """Transforms by ``(code identity, variant)``; ``make(code, reading)`` makes one, and
+    the result must have ``code`` (a weak reference) and ``decided`` attributes."""
+
+    def __init__(self, make):
+        self.make, self.entries = make, {}
+
+    def get(self, code, globals_, variant=None):
+        key = id(code) if variant is None else (id(code), variant)
+        for c in self.entries.get(key, ()):
+            if c.code() is code and still_decided(c.decided, globals_):
+                return c
+        c = self.make(code, Reading(globals_), variant)
+        c.code = weakref.ref(code, lambda _, key=key: self.entries.pop(key, None))
+        self.entries[key] = [c, *self.entries.get(key, ())][:_VARIANTS]
+        return c

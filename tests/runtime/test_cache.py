@@ -1,0 +1,65 @@
+"""The cache of transforms cannot be fooled by equal code, rebound globals or
+forgotten modules."""
+import gc
+import math
+import weakref
+
+import pytest
+
+import bytegrad
+from bytegrad.runtime import forward as fwd
+
+_SOURCE = "def f(x):\n    return op(x) * x\n"
+
+
+def _module(op, filename="<same source>"):
+    ns = {"op": op}
+    exec(compile(_SOURCE, filename, "exec"), ns)
+    return ns
+
+
+def test_equal_code_in_two_modules_gets_two_transforms():
+    a, b = _module(math.floor), _module(math.sin)
+    assert a["f"].__code__ == b["f"].__code__  # equal, not identical
+    assert bytegrad.grad(a["f"])(2.5) == math.floor(2.5)
+    assert bytegrad.grad(b["f"])(2.5) == pytest.approx(math.sin(2.5) + 2.5 * math.cos(2.5))
+    assert bytegrad.grad(a["f"])(2.5) == math.floor(2.5)
+
+
+def test_a_rebound_global_re_decides_activity():
+    ns = _module(math.floor, "<rebound>")
+    assert bytegrad.grad(ns["f"])(2.5) == math.floor(2.5)
+    ns["op"] = math.sin
+    assert bytegrad.grad(ns["f"])(2.5) == pytest.approx(math.sin(2.5) + 2.5 * math.cos(2.5))
+    ns["op"] = math.floor
+    assert bytegrad.grad(ns["f"])(2.5) == math.floor(2.5)
+
+
+def test_a_global_bound_later_re_decides_activity():
+    ns = {}
+    exec(compile("def f(x):\n    return later(x) * x\n", "<later>", "exec"), ns)
+    ns["later"] = math.floor
+    assert bytegrad.grad(ns["f"])(2.5) == math.floor(2.5)
+    ns["later"] = math.exp
+    assert bytegrad.grad(ns["f"])(2.5) == pytest.approx(math.exp(2.5) * 3.5)
+
+
+def _cached(code_id) -> bool:
+    return any((k if type(k) is int else k[0]) == code_id for k in fwd._CACHE.entries)
+
+
+class _Marker:
+    pass
+
+
+def test_the_cache_keeps_no_module_alive():
+    ns = _module(math.sin, "<forgotten>")
+    marker = ns["marker"] = _Marker()
+    gone = weakref.ref(marker)
+    key = id(ns["f"].__code__)
+    assert bytegrad.grad(ns["f"])(1.0) == pytest.approx(math.sin(1.0) + math.cos(1.0))
+    assert _cached(key)
+    del ns, marker
+    gc.collect()
+    assert gone() is None
+    assert not _cached(key)  # dropped with its code
