@@ -24,7 +24,7 @@ import operator as op
 
 import numpy as np
 
-from ..runtime.rules import nograd, nondifferentiable, rule
+from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import unbroadcast as ub
 from .math import items, mirror
 
@@ -153,3 +153,7 @@ def _divmod(a, b):
 
 
 nondifferentiable(int, bool)
+
+returns_scalars("scalar", len, int, float, bool, complex, hash, id, ord, isinstance, issubclass,
+                callable)
+returns_scalars("range", range)

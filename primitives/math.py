@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ..runtime.rules import nograd, nondifferentiable, rule
+from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import conj, unbroadcast as ub
 from .containers import IndexIter
 
@@ -352,3 +352,9 @@ def _rect(r, phi):
 nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
                   math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm,
                   math.isqrt, math.ulp, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
+
+
+# (prod and sumprod multiply whatever they are given: arrays too)
+returns_scalars("scalar", *(getattr(_m, n) for _m in (math, cmath) for n in dir(_m)
+                            if callable(getattr(_m, n)) and not n.startswith("_")
+                            and n not in ("prod", "sumprod")))

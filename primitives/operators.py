@@ -19,7 +19,7 @@ import operator as op
 import numpy as np
 
 from ..runtime.algebra import accum
-from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, rule
+from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
 from .mutation import in_place
 from .np_linalg import matmul_thunks
@@ -240,3 +240,8 @@ for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _m
                         (op.imatmul, _matmul, "@")):
     rule(_f)(in_place(_r, _symbol))
     changes_arguments(_f)
+
+returns_scalars("arith", op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, op.neg,
+                op.pos, op.abs, abs, op.iadd, op.isub, op.imul, op.itruediv, op.ifloordiv,
+                op.imod, op.ipow, op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.not_, op.truth)
+returns_scalars("scalar", op.is_, op.is_not, op.contains, op.index)

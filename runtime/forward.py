@@ -20,7 +20,7 @@ from ..transforms.reverse import transform
 from . import algebra, mutation
 from .cache import Cache
 from .errors import NoRuleError
-from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for
+from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind
 from .shadow import current
 
 
@@ -33,6 +33,7 @@ class _Hooks:
     nondiff = staticmethod(is_nondiff)
     effectful = staticmethod(is_effectful)
     changing = staticmethod(is_changing)
+    scalar_kind = staticmethod(scalar_kind)
     rule_for = staticmethod(rule_for)
     sparse = staticmethod(is_sparse)
     structured = staticmethod(is_structured)

@@ -16,6 +16,7 @@ SPARSE: set = set()
 STRUCTURED: set = set()
 CHANGING: set = set()
 CALLS: dict = {}  # a C type → a Python function calling its instances (differentiated instead)
+SCALARS: dict = {}  # callable → "scalar" | "arith" | "range" (see `scalar_kind`)
 
 
 def rule(*fs, note=None):
@@ -105,6 +106,22 @@ def takes_structured(*fs):
     """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`)
     as it is; every other pullback gets it made dense."""
     STRUCTURED.update(fs)
+
+
+def returns_scalars(kind, *fs):
+    """Declare what ``fs`` return, for the analysis that tells immutable numbers (which
+    no change in place can reach) from objects: ``"scalar"``, always an int, float or
+    bool (``len``, ``math.sin``); ``"arith"``, one when every operand is one
+    (``operator.add``); ``"range"``, a range, whose iteration yields ints."""
+    for f in fs:
+        SCALARS[f] = kind
+
+
+def scalar_kind(f):
+    try:
+        return SCALARS.get(f)
+    except TypeError:  # unhashable callable
+        return None
 
 
 def _member(f, s) -> bool:

@@ -16,7 +16,9 @@ operands are hazards too.  Inactive statements stay plain calls in the forward I
 """
 from __future__ import annotations
 
-from ..ir import Global, Var
+import operator
+
+from ..ir import Global, Var, ops
 
 
 class Activity(set):
@@ -29,7 +31,7 @@ class Activity(set):
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
-             changing=lambda f: False) -> Activity:
+             changing=lambda f: False, scalar_kind=lambda f: None) -> Activity:
     """The active variables of ``ir``.
 
     ``wrt`` (indices into the entry block's arguments) limits the arguments that
@@ -37,7 +39,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     says whether global ``g`` holds an object that may be changed in place (a list,
     an array; not a module or a function); ``changing(f)`` whether callee ``f`` may
     change its arguments in place (``operator.iadd``), like any callee known only at
-    run time.
+    run time.  ``scalar_kind(f)`` says what ``f`` returns (see `scalars`): an immutable
+    number is never a hazard, since nothing can change it in place.
     """
     args = ir.blocks[0].args
     active = Activity(args if wrt is None else (args[i] for i in wrt))
@@ -45,7 +48,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     owner = {v: (st.args[0],) for _, v, st in ir.statements()  # a method's object
              if st.fn is getattr and (isinstance(st.args[0], Var)
                                       or isinstance(st.args[0], Global) and changeable(st.args[0]))}
-    hazard = _Hazards(ir, owner, changeable)  # may be changed by an active call: its uses are active
+    hazard = _Hazards(ir, owner, changeable, scalars(ir, scalar_kind))  # may be changed by an active call: its uses are active
     strong = lambda x: x in active and x not in soft
 
     def reach(v, weak):
@@ -69,8 +72,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 if strong(v) or (const and nondiff(st.fn)):
                     continue
                 xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
-                stored = [x for x in list(st.args) + list(st.kw.values())
-                          if isinstance(x, Var) or isinstance(x, Global) and changeable(x)]
+                stored = [x for x in _containing(st, hazard.numbers) if isinstance(x, Var)
+                          or isinstance(x, Global) and changeable(x)]
                 if const and effectful(st.fn):  # the object may receive a gradient later
                     changed |= reach(v, False)
                     hazard.spread(stored)
@@ -100,11 +103,11 @@ class _Hazards(set):
     a hazard too, and so is what the edges into a block pass to a hazard block
     argument."""
 
-    def __init__(self, ir, owner, changeable):
+    def __init__(self, ir, owner, changeable, numbers):
         super().__init__()
-        self.sources = {}
+        self.sources, self.numbers = {}, numbers
         for _, v, st in ir.statements():  # the arguments and a method's object; not a callee
-            xs = list(st.args) + list(st.kw.values()) + list(owner.get(st.fn, ()))
+            xs = _containing(st, numbers) + list(owner.get(st.fn, ()))
             self.sources[v] = [x for x in xs if isinstance(x, Var)
                                or isinstance(x, Global) and changeable(x)]
         for blk in ir.blocks:
@@ -118,6 +121,70 @@ class _Hazards(set):
         todo = [x for x in xs if x not in self]
         while todo:
             x = todo.pop()
-            if x not in self:
+            if x not in self and x not in self.numbers:
                 self.add(x)
                 todo.extend(y for y in self.sources.get(x, ()) if y not in self)
+
+
+_KEYED = (operator.getitem, operator.setitem, operator.delitem)
+
+
+def _containing(st, numbers):
+    """The operands of ``st`` that its result or its change may share objects with.  A
+    subscript's key is not one when it is a number: a change through ``R[i]`` changes
+    ``R``, not ``i``, so a loop counter used as an index stays a plain int when what it
+    indexes is written.  (An index array is: a pullback holds it, and must not see it
+    changed later.)"""
+    xs = list(st.args) + list(st.kw.values())
+    if any(st.fn is f for f in _KEYED) and len(st.args) >= 2 and \
+            (st.args[1] in numbers or not isinstance(st.args[1], (Var, Global))):
+        del xs[1]
+    return xs
+
+
+_NUMBERS = (int, float, complex, bool)
+
+
+def scalars(ir, kind) -> set:
+    """The variables that always hold an immutable number (int, float, complex, bool).
+
+    ``kind(f)`` is ``"scalar"`` when callee ``f`` always returns one (``len``,
+    ``math.sin``), ``"arith"`` when it does given numbers (``operator.add``), ``"range"``
+    when it returns a range.  A value read from iterating a range is an int, so are the
+    items of a constant tuple of numbers, and a block argument is a number when every
+    edge passes it one.  Computed as the greatest fixed
+    point (a loop's accumulator ``s = 0.0; s += t`` depends on itself)."""
+    made = {v: st for _, v, st in ir.statements()}
+    ranges = {v for v, st in made.items() if not isinstance(st.fn, Var) and kind(st.fn) == "range"}
+    tuples = {v for v, st in made.items()  # whose items are numbers: a step over a range, ...
+              if st.fn is ops.iterate and st.args[0] in ranges
+              or st.fn is ops.unpack and type(st.args[0]) is tuple  # ... ``a, b = 0.0, 0``
+              and all(type(c) in _NUMBERS for c in st.args[0])}
+    incoming = {}
+    for blk in ir.blocks:
+        for br in blk.branches:
+            if br.kind == "br":
+                for p, a in zip(ir.blocks[br.target].args, br.args):
+                    incoming.setdefault(p, []).append(a)
+    out = set(made) | set(incoming)
+    number = lambda x: x in out if isinstance(x, Var) else type(x) in _NUMBERS
+
+    def holds(v):
+        st = made.get(v)
+        if st is None:  # a block argument (the entry block's have no incoming edges)
+            return v in incoming and all(map(number, incoming[v]))
+        if isinstance(st.fn, Var):
+            return False
+        k = kind(st.fn)
+        if k == "scalar":
+            return True
+        if k == "arith":
+            return all(map(number, list(st.args) + list(st.kw.values())))
+        return st.fn is operator.getitem and st.args[0] in tuples and type(st.args[1]) is int \
+            and (st.args[1] == 0 or made[st.args[0]].fn is ops.unpack)
+    changed = True
+    while changed:
+        gone = {v for v in out if not holds(v)}
+        out -= gone
+        changed = bool(gone)
+    return out

@@ -1,0 +1,101 @@
+"""Activity analysis: what is recorded, and what stays a plain call.
+
+Immutable numbers (ints, floats from arithmetic on numbers, ``len``, a loop counter
+over a range) can never be changed in place, so an in-place operator on a number
+(``s += t``) is arithmetic and spreads no hazard to the counters and indices it was
+computed from.
+"""
+from math import sin
+
+import numpy as np
+
+import bytegrad
+from bytegrad.ir import Var
+from bytegrad.runtime.forward import compiled
+from bytegrad.transforms.activity import scalars
+from bytegrad.runtime.rules import scalar_kind
+from bytegrad.transforms.reverse import resolve
+
+from checks import arr, check_grad, check_stateful
+
+
+def rosen_inplace(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
+def rosen_rebound(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s = s + 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
+def _recorded(f):
+    """The callees the forward pass records (calls of the runtime's rules or forward)."""
+    fwd = compiled(f).stages.forward
+    return [st for b in fwd.blocks for _, st in b.stmts if st.fn is not None
+            and getattr(st.fn, "__module__", "").startswith("bytegrad.")
+            and "ops" not in st.fn.__module__]
+
+
+def test_in_place_accumulation_of_numbers_records_what_rebinding_records():
+    assert len(_recorded(rosen_inplace)) == len(_recorded(rosen_rebound))
+    x = arr(6)
+    np.testing.assert_allclose(bytegrad.grad(rosen_inplace)(x), bytegrad.grad(rosen_rebound)(x))
+    check_grad(rosen_inplace, x)
+
+
+def test_counters_and_bounds_of_a_loop_stay_plain():
+    plain = [st.fn for b in compiled(rosen_inplace).stages.forward.blocks for _, st in b.stmts]
+    lifted = compiled(rosen_inplace).stages.lifted
+    g = rosen_inplace.__globals__
+    numbers = scalars(lifted, lambda f: scalar_kind(resolve(f, g)))
+    made = {v: st for b in lifted.blocks for v, st in b.stmts}
+    names = {str(getattr(made[v].fn, "name", made[v].fn)) for v in numbers if v in made}
+    assert {"len", "<built-in function sub>", "<built-in function add>"} <= names
+    assert any(getattr(f, "name", None) == "range" for f in plain)  # range(...) itself is plain
+
+
+def test_numbers_are_found_through_loops_and_branches():
+    def f(x, n):
+        s, k = 0.0, 0
+        while k < n:
+            s += sin(k) if k % 2 else float(k)
+            k += 1
+        return s * x
+    lifted = compiled(f).stages.lifted
+    numbers = scalars(lifted, lambda fn: scalar_kind(resolve(fn, f.__globals__)))
+    args = lifted.blocks[0].args
+    assert not any(a in numbers for a in args)  # arguments may be anything
+    loop_args = [a for b in lifted.blocks[1:] for a in b.args]
+    assert loop_args and all(a in numbers for a in loop_args)
+    check_grad(f, 1.5, 5)
+
+
+def test_in_place_accumulation_of_arrays_and_lists_still_tracks_aliases():
+    def rows(x):
+        s = 0.0
+        for r in x:  # s is an array after the first row, then changed in place
+            s += r
+        return np.sum(s * s)
+    check_grad(rows, arr((3, 4)))
+
+    def nested(x):
+        row = [0.0, 0.0]
+        acc = []
+        acc += [row]
+        acc[-1][0] = x  # changes row through the list it was added to
+        return row[0] * 3.0 + acc[0][1]
+    check_stateful(nested, 1.5)
+
+
+def test_an_index_array_changed_after_use_is_tracked():
+    def f(x):
+        i = np.array([0, 1])
+        z = x[i]
+        np.place(i, [True, True], [2, 2])
+        return np.sum(z * x[i])
+    check_stateful(f, arr(3))
