@@ -11,6 +11,7 @@ import pytest
 
 import bytegrad
 from bytegrad import stop_gradient
+from bytegrad.ir.ops import WATCH
 from checks import check_grad
 
 THIS_FILE = os.path.basename(__file__)
@@ -561,3 +562,64 @@ def test_a_function_that_always_raises_gives_the_users_error():
         bytegrad.gradient(f, -1.0)
     with pytest.raises(ValueError, match="invalid value 2.0"):
         bytegrad.gradient(_invalid, 2.0)
+
+
+# ---------------------------------------------------------------------------
+# functions that raise on some inputs
+# ---------------------------------------------------------------------------
+
+def _always(x):
+    raise ValueError(f"bad {x!r}")
+
+
+class _C:
+    def m(self, x):
+        raise KeyError("from a method")
+
+
+@pytest.mark.regression
+def test_always_raising_functions_give_the_users_error():
+    def via_method(x):
+        if x > 5:
+            _C().m(x)
+        return x * x
+
+    def via_closure(x):
+        def inner(y):
+            raise ValueError(f"inner {y!r}")
+        if x > 5:
+            inner(x)
+        return x * 3
+
+    def rec(x, n):
+        if n == 0:
+            _always(x)
+        return rec(x * 2, n - 1)
+
+    def loop(x):
+        while True:
+            x = x * 2
+            if x > 100:
+                raise ValueError(f"loop {x!r}")
+
+    assert bytegrad.gradient(via_method, 2.0) == (4.0,)
+    assert bytegrad.gradient(via_closure, 2.0) == (3.0,)
+    with pytest.raises(KeyError, match="from a method"):
+        bytegrad.gradient(via_method, 7.0)
+    with pytest.raises(ValueError, match="inner 7.0"):
+        bytegrad.gradient(via_closure, 7.0)
+    with pytest.raises(ValueError, match="bad 8.0"):
+        bytegrad.gradient(rec, 1.0, 3)
+    with pytest.raises(ValueError, match="bad 1.0"):
+        bytegrad.gradient(lambda x: bytegrad.checkpoint(_always, x), 1.0)
+    with pytest.raises(ValueError, match="loop 128.0"):
+        bytegrad.gradient(loop, 1.0)
+    with pytest.raises(ValueError, match="bad 1.0"):
+        bytegrad.pullback(lambda x, y: _always(x), 1.0, 2.0, wrt=(0,))
+    with pytest.raises(AssertionError, match="nope"):
+        bytegrad.gradient(lambda x: exec("assert False, 'nope'") if False else _assert(x), 1.0)
+    assert not WATCH.all
+
+
+def _assert(x):
+    assert False, "nope"

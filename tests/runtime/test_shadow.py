@@ -8,7 +8,7 @@ import bytegrad
 from bytegrad.ir.ops import WATCH
 from bytegrad.runtime.algebra import OneHot
 from bytegrad.runtime.shadow import Shadow
-from checks import arr, check_grad
+from checks import arr, check_grad, fd_gradient
 
 
 @pytest.mark.parametrize("view", [lambda a: a[1:3], lambda a: a.T, lambda a: a[::2, 1],
@@ -105,3 +105,57 @@ def test_the_mutation_flag_is_down_after_each_computation_even_a_failed_one():
     with pytest.raises(ValueError, match="user error"):
         bytegrad.gradient(fails, 0.5)
     assert not WATCH.all
+
+
+# ---------------------------------------------------------------------------
+# a reverse pass that raises
+# ---------------------------------------------------------------------------
+
+def _hooked(fn):
+    def f(a, x):
+        y = bytegrad.hook(fn, x)
+        a[0] = a[0] * y
+        a[1] = a[0] * a[1]
+        return a.sum() * y
+    return f
+
+
+def _fails_once():
+    """A hook function that raises the first time it runs."""
+    calls = [0]
+
+    def fn(g):
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("hook fails once")
+        return g
+    return fn
+
+
+@pytest.mark.regression
+def test_a_reverse_pass_that_raises_leaves_the_argument_reverted():
+    # Pinned bug: when a hook's function raises in the reverse pass, the argument changed in
+    # place is left holding its old contents [2, 3, 5], not what the call left [3, 9, 5].
+    a = np.array([2.0, 3.0, 5.0])
+    _, back = bytegrad.pullback(_hooked(_fails_once()), a, 1.5)
+    assert np.array_equal(a, [3.0, 9.0, 5.0])
+    with pytest.raises(RuntimeError, match="hook fails once"):
+        back(1.0)
+    assert np.array_equal(a, [3.0, 9.0, 5.0]), a
+
+
+@pytest.mark.regression
+def test_a_back_called_again_after_it_raised():
+    # Pinned bug: calling the same back again after it raised gives
+    # (29.25, 18, 3), 56 where the right gradient is (9, 4.5, 1.5), 29 (the failed pass's
+    # shadow entries are kept and added again).
+    f = _hooked(_fails_once())
+    a = np.array([2.0, 3.0, 5.0])
+    _, back = bytegrad.pullback(f, a, 1.5)
+    with pytest.raises(RuntimeError):
+        back(1.0)
+    ga, gx = back(1.0)
+    assert np.allclose(ga, [9.0, 4.5, 1.5]) and np.isclose(gx, 29.0), (ga, gx)
+    # finite differences of the plain program agree with (9, 4.5, 1.5), 29
+    plain = _hooked(lambda g: g)
+    assert np.isclose(fd_gradient(plain, (np.array([2.0, 3.0, 5.0]), 1.5), 1), 29.0)
