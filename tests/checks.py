@@ -1,7 +1,9 @@
 """Shared checks: gradients against central finite differences."""
 from __future__ import annotations
 
+import collections
 import copy
+import dataclasses
 import functools
 import types
 
@@ -273,3 +275,13 @@ def in_threads(work, n, rounds, switch=1e-5):
                 t.join()
     finally:
         sys.setswitchinterval(old)
+
+
+# Small structured argument types shared by several test files.
+NT = collections.namedtuple("NT", "a b")
+
+
+@dataclasses.dataclass
+class DC:
+    w: np.ndarray
+    b: float = 0.0

@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 
 import bytegrad
+from checks import check_grad, check_stateful
+
+X = np.array([1.0, 2.0, 3.0])
 
 
 @pytest.mark.regression
@@ -151,3 +154,54 @@ def test_methodcaller_is_refused_clearly():
     # a NoRuleError naming it, not a silent zero
     with pytest.raises(bytegrad.NoRuleError, match="methodcaller"):
         bytegrad.gradient(lambda x: operator.methodcaller("__getitem__", 1)([x, x * x]), 3.0)
+
+
+# Pinned bug: ``xs.__delitem__(0)`` on a list of
+# differentiable values, called as a method, runs plainly in the forward pass and the
+# reverse pass crashes with a bare "IndexError: tuple index out of range" from the
+# generated adjoint (``del xs[0]`` gives [0, 3, 2]); ``xs.__setitem__(0, v)`` raises a
+# clear NoRuleError instead.  Correct: [0, 3, 2], or an error naming the call.
+def _dunder_delitem(x):
+    a = [x[0] * 1.0, x[1] * 1.0]
+    a.__delitem__(0)
+    return a[0] * x[2]
+
+
+@pytest.mark.regression
+def test_list_dunder_delitem_gives_the_gradient_or_a_clear_error():
+    try:
+        (g,) = bytegrad.gradient(_dunder_delitem, X.copy())
+    except (bytegrad.NoRuleError, NotImplementedError):
+        return
+    assert np.allclose(g, [0.0, 3.0, 2.0])
+
+
+@pytest.mark.regression
+def test_item_and_length_methods_called_directly():
+    """x.__getitem__(k), x.__setitem__(k, v), x.__delitem__(k), x.__contains__(v) and
+    x.__len__() of C types are the operations x[k], x[k] = v, del x[k], v in x, len(x)."""
+    check_grad(lambda x: x.__getitem__(1) * 2.0 + x[0], X.copy())
+    check_grad(lambda x: [x[0], 3.0 * x[1]].__getitem__(1) * x[2], X.copy())
+    check_grad(lambda x: {"a": x[0] * x[1]}.__getitem__("a") + x[2], X.copy())
+
+    def written(x):
+        a = x * 1.0
+        a.__setitem__(0, x[1] * x[2])
+        d = {"k": 1.0}
+        d.__setitem__("k", x[0] ** 2)
+        return np.sum(a * a) + d["k"] + float(a.__contains__(0.0)) + [x, x].__len__() * x[0]
+    check_stateful(written, X.copy())
+
+    def deleted(x):
+        d = {"a": x[0], "b": x[1] * 2.0}
+        d.__delitem__("a")
+        return d["b"] * x[2]
+    check_grad(deleted, X.copy())
+
+
+@pytest.mark.regression
+def test_arithmetic_methods_called_directly_are_refused_clearly():
+    # x.__mul__(y) may return NotImplemented where x * y falls back to y.__rmul__(x), so
+    # it is not taken for the operator: a clear error instead of a gradient
+    with pytest.raises(bytegrad.NoRuleError, match=r"float\.__mul__"):
+        bytegrad.gradient(lambda x: x.__mul__(2.0), 1.5)
