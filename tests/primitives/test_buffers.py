@@ -2,6 +2,7 @@
 import threading
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import bytegrad
@@ -130,3 +131,30 @@ def test_an_array_its_holder_reshaped_retyped_or_froze_is_not_handed_out_again()
         t = threading.Thread(target=run)  # a fresh cache
         t.start()
         t.join()
+
+
+# -- 4. buffer cache ------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_buffer_cache_leaves_held_views_and_changed_arrays_alone():
+    n = 128
+    r = np.random.default_rng(7)
+    A, B = r.standard_normal((n, n)), r.standard_normal((n, n))
+    f = lambda A, B: np.sum(np.tanh(A @ B))  # noqa: E731
+    gA, _ = bytegrad.gradient(f, A, B)
+    held = {"view": gA[1:], "T": gA.T, "frombuffer": np.frombuffer(gA),
+            "memoryview": memoryview(gA)}
+    ref = gA.copy()
+    del gA
+    for k in range(3):
+        bytegrad.gradient(f, A * (2 + k), B)
+    assert np.array_equal(held["view"], ref[1:]) and np.array_equal(held["T"], ref.T)
+    assert np.array_equal(held["frombuffer"], ref.reshape(-1))
+    assert np.array_equal(np.asarray(held["memoryview"]), ref)
+    for change in (lambda g: setattr(g, "shape", (n * n,)),
+                   lambda g: setattr(g.flags, "writeable", False)):
+        g, _ = bytegrad.gradient(f, A, B)
+        change(g)
+        del g
+        g2, _ = bytegrad.gradient(f, A, B)
+        assert g2.shape == (n, n) and g2.flags.writeable and g2.dtype == np.float64

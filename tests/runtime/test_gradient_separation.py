@@ -16,6 +16,7 @@ from checks import DC, NT, arrays_in, shared_memory
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
+Z = np.array([2.0, 0.5, -1.0])
 
 
 class Pair:
@@ -198,3 +199,47 @@ def test_gradient_from_a_rules_broadcast_view_is_writable():
     gx, gy = bytegrad.gradient(lambda x, y: _both(x, y), X.copy(), Y.copy())
     assert gy.flags.writeable
     assert gx.flags.writeable, "gx is a read-only view"
+
+
+@pytest.mark.regression
+def test_top_level_gradients_are_distinct():
+    gs = bytegrad.gradient(lambda a, b, c: np.sum(a + b + c), X, Y, Z)
+    assert not shared_memory(gs)
+    gs = bytegrad.gradient(lambda a, b: np.sum(a * 2 + b), X, X)
+    assert gs[0] is not X and gs[1] is not X and not shared_memory(gs)
+
+
+# Pinned bug: _distinct looks only at top-level arrays by identity: a gradient nested in a
+# list/dict/tuple is the very array another argument's gradient is, and a gradient may
+# be a view (reshape, transpose) of another one.  g *= 0.1 on one changes the other.
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args", [
+    (lambda d, b: np.sum(d["w"] + b), ({"w": X}, Y)),
+    (lambda l, b: np.sum(l[0] + b), ([X], Y)),
+    (lambda t, b: np.sum(t[0] + b), ((X,), Y)),
+    (lambda a, b: np.sum((a.reshape(6) + b) ** 2), (np.arange(6.0).reshape(2, 3), np.ones(6))),
+    (lambda a, b: np.sum((a.T + b) ** 2), (np.arange(6.0).reshape(2, 3), np.ones((3, 2)))),
+    (lambda l: np.sum(l[0] + l[1]), ([X, Y],)),
+    (lambda d: np.sum(d["a"] + d["b"]), ({"a": X, "b": Y},)),
+], ids=["dict+b", "list+b", "tuple+b", "reshape+b", "T+b", "list items", "dict items"])
+def test_returned_gradients_do_not_share_memory(f, args):
+    gs = bytegrad.gradient(f, *args)
+    assert not shared_memory(gs), shared_memory(gs)
+
+
+# Pinned bug: grad with a repeated argnum returns one array twice.
+@pytest.mark.regression
+def test_repeated_argnums_give_separate_arrays():
+    g0, g1 = bytegrad.grad(lambda a, b: np.sum(a * b), (0, 0))(X, Y)
+    assert g0 is not g1 and not np.shares_memory(g0, g1)
+
+
+# Pinned bug: pullback of a + b hands the caller's seed dy back as a's gradient, so
+# g *= 0.1 changes dy (and what a later back(dy) returns).
+@pytest.mark.regression
+def test_pullback_gradient_is_not_the_seed():
+    _, back = bytegrad.pullback(lambda a, b: a + b, X, Y)
+    dy = np.array([1.0, 2.0, 3.0])
+    ga, gb = back(dy)
+    ga *= 0.1
+    assert np.array_equal(dy, [1.0, 2.0, 3.0])

@@ -8,7 +8,7 @@ import bytegrad
 from bytegrad.ir.ops import WATCH
 from bytegrad.runtime.algebra import OneHot
 from bytegrad.runtime.shadow import Shadow
-from checks import arr, check_grad, fd_gradient
+from checks import arr, check_grad, check_stateful, fd_gradient
 
 
 @pytest.mark.parametrize("view", [lambda a: a[1:3], lambda a: a.T, lambda a: a[::2, 1],
@@ -159,3 +159,26 @@ def test_a_back_called_again_after_it_raised():
     # finite differences of the plain program agree with (9, 4.5, 1.5), 29
     plain = _hooked(lambda g: g)
     assert np.isclose(fd_gradient(plain, (np.array([2.0, 3.0, 5.0]), 1.5), 1), 29.0)
+
+
+# ---------------------------------------------------------------------------
+# ids of dead temporaries reused by arrays changed in place
+# ---------------------------------------------------------------------------
+
+X = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.regression
+def test_owned_temporaries_whose_ids_are_reused():
+    def f(x):
+        tot = 0.0
+        for i in range(30):
+            t = x * float(i)
+            tot = tot + np.sum(t)
+            del t
+            u = np.zeros(3)
+            u[0] = x[1]
+            tot = tot + np.sum(u * u)
+        return tot
+    check_grad(f, X.copy())
+    check_stateful(lambda d: f(d["x"]), {"x": X.copy()})

@@ -1,0 +1,115 @@
+"""``argnums`` of ``grad``/``value_and_grad`` and ``wrt`` of ``pullback``: ints (also
+NumPy integers and negative ones), tuples, lists, ranges and arrays, repeated indices,
+indices into ``*args``, defaults, keyword-only and ``**kwargs`` parameters, bound
+methods, callable objects, partials and ``@differentiable`` methods; indices out of
+range are an IndexError naming them."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import bytegrad
+from checks import fd_gradient
+
+X = np.array([1.0, 2.0, 3.0])
+Y = np.array([0.5, -1.0, 2.0])
+Z = np.array([2.0, 0.5, -1.0])
+
+
+def _f_default(a, b=Y):
+    return np.sum(np.sin(a) * b)
+
+
+def _f_kwonly(a, s=2.0, *, k=3.0):
+    return np.sum(a ** 2) * s * k
+
+
+def _f_var(a, b, *rest):
+    return np.sum(a * b) + sum(np.sum(r * a * b) for r in rest)
+
+
+def _f_star(*xs):
+    return np.sum(xs[0] * xs[-1] ** 2)
+
+
+def _f_kw(a, **kw):
+    return np.sum(a * kw.get("c", 2.0))
+
+
+def _f_none(a, b=None):
+    if b is None:
+        b = a
+    return np.sum(a * b)
+
+
+def _f_mut(a, buf):
+    buf[:] = 2 * a
+    return np.sum(buf * buf)
+
+
+class C:
+    def __init__(self):
+        self.w = Z
+
+    def m(self, a, b):
+        return np.sum(self.w * a * b ** 2)
+
+    def __call__(self, a, b):
+        return np.sum(self.w * a ** 2 * b)
+
+    @bytegrad.differentiable
+    def d(self, a, b):
+        return np.sum(self.w * np.cos(a) * b)
+
+
+_c = C()
+_lam = lambda a, s=3.0: np.sum(a ** 3) * s  # noqa: E731
+_p = functools.partial(_f_var, X)
+_pk = functools.partial(_f_default, b=Z)
+
+API_CASES = [
+    ("default", lambda: bytegrad.grad(_f_default, 0)(X), _f_default, (X,), 0),
+    ("default neg", lambda: bytegrad.grad(_f_default, -1)(X), _f_default, (X,), 0),
+    ("kwonly passed", lambda: bytegrad.grad(_f_kwonly, 0)(X, k=4.0),
+     lambda a: _f_kwonly(a, k=4.0), (X,), 0),
+    ("kwonly default", lambda: bytegrad.grad(_f_kwonly, 1)(X, 1.5), _f_kwonly, (X, 1.5), 1),
+    ("varargs into rest", lambda: bytegrad.grad(_f_var, 2)(X, Y, Z), _f_var, (X, Y, Z), 2),
+    ("varargs named", lambda: bytegrad.grad(_f_var, 1)(X, Y, Z), _f_var, (X, Y, Z), 1),
+    ("varargs neg", lambda: bytegrad.grad(_f_var, -1)(X, Y, Z), _f_var, (X, Y, Z), 2),
+    ("star only", lambda: bytegrad.grad(_f_star, (0, -1))(X, Y, Z)[1], _f_star, (X, Y, Z), 2),
+    ("**kw", lambda: bytegrad.grad(_f_kw)(X), _f_kw, (X,), 0),
+    ("**kw passed", lambda: bytegrad.grad(_f_kw)(X, c=Y), lambda a: _f_kw(a, c=Y), (X,), 0),
+    ("default None", lambda: bytegrad.grad(_f_none, 0)(X), _f_none, (X,), 0),
+    ("mutated non-wrt argument", lambda: bytegrad.grad(_f_mut, 0)(X, np.zeros(3)),
+     lambda a: _f_mut(a, np.zeros(3)), (X,), 0),
+    ("bound method", lambda: bytegrad.grad(_c.m, 1)(X, Y), _c.m, (X, Y), 1),
+    ("bound method np.int64", lambda: bytegrad.grad(_c.m, np.int64(0))(X, Y), _c.m, (X, Y), 0),
+    ("callable object", lambda: bytegrad.grad(_c, 1)(X, Y), _c, (X, Y), 1),
+    ("callable object neg", lambda: bytegrad.grad(_c, -2)(X, Y), _c, (X, Y), 0),
+    ("partial", lambda: bytegrad.grad(_p, 1)(Y, Z), _p, (Y, Z), 1),
+    ("partial kw", lambda: bytegrad.grad(_pk, 0)(X), _pk, (X,), 0),
+    ("lambda default", lambda: bytegrad.grad(_lam, 0)(X), _lam, (X,), 0),
+    ("lambda default passed", lambda: bytegrad.grad(_lam, 1)(X, 2.0), _lam, (X, 2.0), 1),
+    ("differentiable method", lambda: _c.d.grad(X, Y)[1], _c.d, (X, Y), 1),
+    ("differentiable pullback wrt", lambda: _c.d.pullback(X, Y, wrt=[-1])[1](1.0)[1],
+     _c.d, (X, Y), 1),
+    ("pullback wrt neg", lambda: bytegrad.pullback(_f_var, X, Y, Z, wrt=(-1,))[1](1.0)[2],
+     _f_var, (X, Y, Z), 2),
+    ("argnums ndarray", lambda: bytegrad.grad(_f_var, np.array([1]))(X, Y)[0], _f_var, (X, Y), 1),
+]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("name, got, f, args, i", API_CASES, ids=[c[0] for c in API_CASES])
+def test_api_argnums_against_finite_differences(name, got, f, args, i):
+    assert np.allclose(got(), fd_gradient(f, args, i), atol=1e-6)
+
+
+@pytest.mark.regression
+def test_out_of_range_indices_raise_index_error():
+    with pytest.raises(IndexError, match="argument index 5"):
+        bytegrad.grad(_f_var, 5)(X, Y)
+    with pytest.raises(IndexError, match="argument index -3"):
+        bytegrad.pullback(_f_var, X, Y, wrt=[-3])
