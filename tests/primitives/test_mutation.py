@@ -474,3 +474,295 @@ def test_other_ufunc_at_is_refused():
         return a.sum()
     with pytest.raises(NotImplementedError, match="np.multiply.at"):
         bytegrad.gradient(f, arr(3))
+
+
+# ---------------------------------------------------------------------------
+# np.put / ndarray.put / np.place / np.fill_diagonal / dict.popitem
+# ---------------------------------------------------------------------------
+
+# -- np.put / ndarray.put / np.place / np.fill_diagonal / dict.popitem
+
+_PX, _PV, _PW = arr(6, seed=1), arr(3, seed=2), np.arange(1, 7.0)
+
+
+def _put_case(ind, **kw):
+    def f(x, v):
+        a = x * 1.5
+        np.put(a, ind, v, **kw)
+        return np.sum(_PW * a ** 2)
+    return f
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("ind,kw", [([0, 2, 5], {}), ([0, 2, 0], {}), ([0, 1, 2, 3, 4], {}),
+                                    ([0, 1, 0, 3, 1], {}), ([-1, -6, 2], {}), ([-1, 5, 2], {}),
+                                    ([7, -8, 2], {"mode": "wrap"}), ([70, -8, 2], {"mode": "clip"}),
+                                    ([1, 30], {"mode": 0}), ([4], {}), ([], {}),
+                                    (np.array([1, 3]), {})])
+def test_put_modes_repeats_and_cycles(ind, kw):
+    check_stateful(_put_case(ind, **kw), _PX, _PV)
+
+
+@pytest.mark.regression
+def test_put_spellings_views_and_loops():
+    def method(x, v):
+        a = x * 1.5
+        a.put([1, 3], v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(method, _PX, _PV)
+
+    def unbound(x, v):
+        a = x * 1.5
+        np.ndarray.put(a, [1, 3], v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(unbound, _PX, _PV)
+
+    def keywords(x, v):
+        a = x * 1.5
+        np.put(a, ind=[1, 3], v=v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(keywords, _PX, _PV)
+
+    def scalar(x, s):
+        a = x * 1.5
+        np.put(a, [1, 3], s)
+        return np.sum(_PW * a ** 2)
+    check_stateful(scalar, _PX, 0.7)
+
+    def two_d(x, v):
+        a = (x * 1.5).reshape(2, 3)
+        np.put(a, [[1], [4]], v[:2])
+        return np.sum(_PW.reshape(2, 3) * a ** 2)
+    check_stateful(two_d, _PX, _PV)
+
+    def strided_view(x, v):
+        a = x * 1.5
+        np.put(a[::2], [0, 2], v[:2])
+        return np.sum(_PW * a ** 2)
+    check_stateful(strided_view, _PX, _PV)
+
+    def transposed_view(x, v):
+        a = (x * 1.5).reshape(2, 3)
+        np.put(a.T, [1, 2], v[:2])
+        return np.sum(_PW.reshape(2, 3) * a ** 2)
+    check_stateful(transposed_view, _PX, _PV)
+
+    def argument(x, v):
+        np.put(x, [1, 3], v[:2])
+        return np.sum(_PW * x ** 2)
+    check_stateful(argument, _PX.copy(), _PV)
+
+    def loop(x, v):
+        a = x.copy()
+        tot = 0.0
+        for i in range(3):
+            np.put(a, [i, i + 2], v[i] * a[i + 1])
+            tot = tot + np.sum(_PW * a ** 2)
+        return tot
+    check_stateful(loop, _PX, _PV)
+
+    def reuse(x, v):
+        a = x * 1.5
+        s = a * 2
+        np.put(a, [0, 2], v[:2])
+        return np.sum(_PW * a ** 2) + np.sum(s) + np.sum(a[:2])
+    check_stateful(reuse, _PX, _PV)
+
+    def aliased(x):
+        a = x * 1.5
+        np.put(a, [0, 1], a[1:3])
+        return np.sum(_PW * a ** 2)
+    check_stateful(aliased, _PX)
+
+    def complex_into(x, v):
+        a = x * (1 + 1j)
+        np.put(a, [1, 3], v[:2] * 1j + v[1:])
+        return np.sum(np.abs(_PW * a) ** 2)
+    check_stateful(complex_into, _PX, _PV)
+
+    def zero_d(x, s):
+        a = np.array(x[0] * 2)
+        np.put(a, [0], s)
+        return a * 3.0 + x[1]
+    check_stateful(zero_d, _PX, 0.4)
+
+    def into_int(x):
+        a = np.arange(6)
+        np.put(a, [0], x[0])
+        return np.sum(a * x)
+    check_stateful(into_int, _PX)
+
+
+@pytest.mark.regression
+def test_ndarray_put_with_its_own_keyword_names():
+    # Pinned bug: ndarray.put's parameters are (indices, values, mode); NumPy accepts
+    # a.put([1, 3], values=v), but the rule binds np.put's names and raises
+    # "TypeError: np.put(): missing a required argument: 'v'"
+    def values_kw(x, v):
+        a = x * 1.5
+        a.put([1, 3], values=v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(values_kw, _PX, _PV)
+
+    def both_kw(x, v):
+        a = x * 1.5
+        a.put(indices=[1, 3], values=v[1:], mode="raise")
+        return np.sum(_PW * a ** 2)
+    check_stateful(both_kw, _PX, _PV)
+
+
+@pytest.mark.regression
+def test_place_variants():
+    def masked(x, v):
+        a = x * 1.5
+        np.place(a, a > 0, v)
+        return np.sum(_PW * a ** 2)
+    check_stateful(masked, _PX, _PV)
+
+    def keywords(x, v):
+        a = x * 1.5
+        np.place(a, mask=a > 0, vals=v[:1])
+        return np.sum(_PW * a ** 2)
+    check_stateful(keywords, _PX, _PV)
+
+    def list_mask(x, v):
+        a = x * 1.5
+        np.place(a, [True, False, True, True, False, False], [v[0], v[1]])
+        return np.sum(_PW * a ** 2)
+    check_stateful(list_mask, _PX, _PV)
+
+    def nothing(x, v):
+        a = x * 1.5
+        np.place(a, a > 100, v)
+        return np.sum(_PW * a ** 2)
+    check_stateful(nothing, _PX, _PV)
+
+    def transposed(x, v):
+        a = (x * 1.5).reshape(3, 2)
+        b = a.T
+        np.place(b, b < 0, v)
+        return np.sum(_PW.reshape(3, 2) * a ** 2)
+    check_stateful(transposed, _PX, _PV)
+
+    def aliased(x):
+        a = x * 1.5
+        np.place(a, a > 0, a[::-1])
+        return np.sum(_PW * a ** 2)
+    check_stateful(aliased, _PX)
+
+    def loop(x, v):
+        a = x.copy()
+        for i in range(3):
+            np.place(a, np.arange(6) % 3 == i, v * a[(i + 1) % 6])
+        return np.sum(_PW * a ** 2)
+    check_stateful(loop, _PX, arr(2, seed=3))
+    check_stateful(lambda a, s: (np.place(a, True, s), a * 3.0)[1], np.array(1.0), 0.5)
+
+
+@pytest.mark.regression
+def test_fill_diagonal_variants():
+    M, v = arr((4, 4), seed=5), _PV
+
+    def scalar(M, s):
+        a = M * 2
+        np.fill_diagonal(a, s)
+        return np.sum(M * a ** 2)
+    check_stateful(scalar, M, 0.3)
+
+    def vector(M, v):
+        a = M * 2
+        np.fill_diagonal(a, v)
+        return np.sum(M * a ** 2)
+    check_stateful(vector, M, v)
+
+    def tall(M, v, wrap):
+        a = np.concatenate([M, M * 2, M[:1]]) * 1.0
+        np.fill_diagonal(a, v, wrap=wrap)
+        return np.sum(np.arange(a.size).reshape(a.shape) * a ** 2)
+    check_stateful(lambda M, v: tall(M, v, True), M, v)
+    check_stateful(lambda M, v: tall(M, v, False), M, v)
+
+    def wide(M, v):
+        a = np.concatenate([M, M * 2], axis=1) * 1.0
+        np.fill_diagonal(a, v, True)
+        return np.sum(np.arange(a.size).reshape(a.shape) * a ** 2)
+    check_stateful(wide, M, v)
+
+    def cube(x, s):
+        a = np.outer(x[:4], x[:4])[:, :, None] * np.ones(4)
+        np.fill_diagonal(a, s)
+        return np.sum(np.arange(64.0).reshape(4, 4, 4) * a ** 2)
+    check_stateful(cube, _PX, 0.3)
+
+    def keywords(M, s):
+        a = M * 2
+        np.fill_diagonal(a, val=s, wrap=False)
+        return np.sum(M * a ** 2)
+    check_stateful(keywords, M, 0.3)
+
+    def view(M, s):
+        a = M * 2
+        np.fill_diagonal(a[1:, 1:], s)
+        return np.sum(M * a ** 2)
+    check_stateful(view, M, 0.3)
+
+    def argument(M, s):
+        np.fill_diagonal(M, s)
+        return np.sum(M ** 3)
+    check_stateful(argument, M.copy(), 0.3)
+
+    def aliased(M):
+        a = M * 2
+        np.fill_diagonal(a, a[0])
+        return np.sum(M * a ** 2)
+    check_stateful(aliased, M)
+
+    def loop(M, v):
+        a = M.copy()
+        for i in range(3):
+            np.fill_diagonal(a, v * a[i, (i + 1) % 4])
+        return np.sum(a ** 2)
+    check_stateful(loop, M, arr(4, seed=3))
+    check_stateful(lambda M, s: (np.fill_diagonal(M, s), np.sum(M * 3))[1], np.ones((1, 1)), 0.5)
+    g = bytegrad.gradient(lambda M, s: (np.fill_diagonal(M, s), np.sum(M))[1], np.zeros((0, 3)), 0.5)
+    assert g[0].shape == (0, 3) and g[1] == 0.0
+
+
+@pytest.mark.regression
+def test_popitem_variants():
+    def basic(d, s):
+        k, val = d.popitem()
+        return np.sum(val * s) + np.sum(d["a"] ** 2) + len(k)
+    check_stateful(basic, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def added(d, s):
+        d["c"] = d["a"] * s
+        k, val = d.popitem()
+        return np.sum(val ** 2) + np.sum(d["a"])
+    check_stateful(added, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def drain(d, s):
+        tot = 0.0
+        while d:
+            k, val = d.popitem()
+            tot = tot + val * s
+        return tot
+    check_stateful(drain, {"a": 1.5, "b": 2.5, "c": -1.0}, 0.5)
+
+    def reinsert(d, s):
+        k, val = d.popitem()
+        d[k] = val * s
+        k2, v2 = d.popitem()
+        return v2 * 3 + d["a"]
+    check_stateful(reinsert, {"a": 1.5, "b": 2.5}, 0.5)
+
+    def mutate_popped(d, s):
+        k, val = d.popitem()
+        val[0] = s
+        return np.sum(val ** 2)
+    check_stateful(mutate_popped, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def list_value(d, s):
+        item = d.popitem()
+        return item[1][0] * s
+    check_stateful(list_value, {"a": [1.0, 2.0], "b": [3.0, 4.0]}, 0.5)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import fd_gradient
+from checks import arr, fd_gradient
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
@@ -113,3 +113,58 @@ def test_out_of_range_indices_raise_index_error():
         bytegrad.grad(_f_var, 5)(X, Y)
     with pytest.raises(IndexError, match="argument index -3"):
         bytegrad.pullback(_f_var, X, Y, wrt=[-3])
+
+
+def _f3(a, b, c):
+    return np.sum(a * b) + c * 2
+
+
+_A3, _B3 = arr(3, seed=1), arr(3, seed=2)
+
+
+@pytest.mark.regression
+def test_argnums_forms_that_work():
+    assert bytegrad.grad(_f3, -1)(_A3, _B3, 1.5) == 2.0
+    ga, gc = bytegrad.grad(_f3, (-3, -1))(_A3, _B3, 1.5)
+    assert np.allclose(ga, _B3) and gc == 2.0
+    g1, g2 = bytegrad.grad(_f3, (0, 0))(_A3, _B3, 1.5)
+    assert np.allclose(g1, _B3) and np.allclose(g2, _B3)
+    gc, ga = bytegrad.grad(_f3, [2, 0])(_A3, _B3, 1.5)
+    assert gc == 2.0 and np.allclose(ga, _B3)
+    assert len(bytegrad.grad(_f3, range(2))(_A3, _B3, 1.5)) == 2
+    assert bytegrad.grad(_f3, ())(_A3, _B3, 1.5) == ()
+    assert np.allclose(bytegrad.grad(_f3, 0)(_A3, _B3, c=1.5), _B3)
+    y, (gb, gc) = bytegrad.value_and_grad(_f3, (1, 2))(_A3, _B3, 1.5)
+    assert np.isclose(y, _f3(_A3, _B3, 1.5)) and np.allclose(gb, _A3) and gc == 2.0
+    for bad in (3, -4, (0, 3)):
+        with pytest.raises(IndexError, match="out of range"):
+            bytegrad.grad(_f3, bad)(_A3, _B3, 1.5)
+    g = bytegrad.pullback(_f3, _A3, _B3, 1.5, wrt=[2, 0])[1](1.0)
+    assert np.allclose(g[0], _B3) and g[1] is None and g[2] == 2.0
+
+
+@pytest.mark.regression
+def test_argnums_numpy_integer():
+    # Pinned bug: an argnums computed with NumPy (np.int64) is refused with
+    # "TypeError: 'numpy.int64' object is not iterable" (JAX takes any integer)
+    assert np.allclose(bytegrad.grad(_f3, np.int64(1))(_A3, _B3, 1.5), _A3)
+
+
+@pytest.mark.regression
+def test_argnums_into_star_args():
+    # Pinned bug: grad of a function taking *args with argnums past its named parameters
+    # crashes inside the activity analysis: "IndexError: list index out of range"
+    # (bytegrad.gradient of the same function works: (2.0, 3.0))
+    assert bytegrad.grad(lambda *xs: xs[0] * xs[1], 1)(3.0, 2.0) == 3.0
+
+    def g(a, *rest):
+        return a * rest[0] * rest[1]
+    assert bytegrad.grad(g, (0, 2))(3.0, 2.0, 5.0) == (10.0, 6.0)
+
+
+@pytest.mark.regression
+def test_pullback_wrt_negative_index():
+    # Pinned bug: pullback(..., wrt=(-1,)) silently returns None for every argument
+    # (grad's argnums=-1 works); expected the last argument's gradient 2.0
+    g = bytegrad.pullback(_f3, _A3, _B3, 1.5, wrt=(-1,))[1](1.0)
+    assert g[2] == 2.0

@@ -243,3 +243,15 @@ def test_pullback_gradient_is_not_the_seed():
     ga, gb = back(dy)
     ga *= 0.1
     assert np.array_equal(dy, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.regression
+def test_gradients_of_two_arguments_are_distinct_arrays():
+    # Pinned bug: the pullback of a + b hands the same
+    # array to both sides, and gradient() returns it for both arguments, so an in-place
+    # optimiser step on one gradient (g *= lr) silently changes the other
+    A, B = np.ones((3, 3)), np.full((3, 3), 2.0)
+    ga, gb = bytegrad.gradient(lambda a, b: np.sum(np.sin(a + b)), A, B)
+    expected = np.cos(A + B)
+    ga *= 0.1
+    assert np.allclose(gb, expected), "scaling a's gradient in place changed b's"

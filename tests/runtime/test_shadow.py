@@ -182,3 +182,28 @@ def test_owned_temporaries_whose_ids_are_reused():
         return tot
     check_grad(f, X.copy())
     check_stateful(lambda d: f(d["x"]), {"x": X.copy()})
+
+
+_C3 = np.array([1.0, 2.0, 3.0])
+
+
+def _scratch_per_step(x):
+    out = 0.0
+    for i in range(6):
+        t = x + 1.0           # a temporary no pullback keeps: it dies at the next step
+        out = out + t
+        b = np.zeros(3)       # a scratch buffer, often at the dead temporary's address
+        b[i % 3] = x[0]
+        out = out + b * _C3
+    return np.sum(out)
+
+
+@pytest.mark.regression
+def test_scratch_buffer_in_a_loop():
+    # Pinned bug (runtime/mutation.py Owned): Owned knows
+    # an array that owns its memory by id() without keeping it alive; a later np.zeros
+    # buffer that is written in place gets the dead temporary's id, and the temporary's
+    # Owned pullback takes the buffer's leftover shadow gradient as its own.
+    # bytegrad gives d/dx0 = 67.0 here (the number depends on which addresses are
+    # reused), finite differences 18.0 (= 6 steps * 1 + 2 * (1 + 2 + 3))
+    check_stateful(_scratch_per_step, np.array([0.5, 0.2, 0.1]))

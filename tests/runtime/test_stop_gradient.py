@@ -13,7 +13,7 @@ import pytest
 import bytegrad
 from bytegrad import stop_gradient as imported_stop_gradient
 from bytegrad.runtime import shadow
-from checks import DC, NT, check_grad, fd_gradient
+from checks import DC, NT, arr, check_grad, fd_gradient
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
@@ -832,3 +832,51 @@ def _built_object_hook_copied(x):
     m = M(x * 1.0)
     s = bytegrad.hook(lambda g: g, copy.copy(m))
     return np.sum(s.w * x)
+
+
+# ---------------------------------------------------------------------------
+# a change after stop_gradient or hook
+# ---------------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_a_change_after_hook_is_refused():
+    def f(x, s):
+        a = x * 1.0
+        c = bytegrad.hook(lambda g: g, x * s)  # hook's result is its operand itself
+        c[0] = a[1] * s
+        return np.sum(a ** 2) + np.sum(c)
+    with pytest.raises(NotImplementedError, match=r"went through hook"):
+        bytegrad.gradient(f, arr(4, seed=1), 0.7)
+
+
+@pytest.mark.regression
+def test_stop_gradient_then_the_array_is_changed_in_place_is_refused():
+    # Pinned bug: stop_gradient (and hook) hand on their operand itself; changed in place
+    # afterwards, a read of either alias sends its gradient to the object, so the stopped
+    # old contents got one: g gave d/dx = [0, .5, .5] where the stopped b[1:] must give 0.
+    # Which alias read the object cannot be told apart, so the change is refused.
+    def k(x):
+        a = x * 1.0
+        b = bytegrad.stop_gradient(a)
+        a *= 2.0
+        return np.sum(b ** 2)
+
+    def g(x, s):
+        a = x * s
+        b = bytegrad.stop_gradient(a)
+        a[0] = 2.0 * s
+        return np.sum(b)
+    with pytest.raises(NotImplementedError, match=r"test_stop_gradient.py:\d+: this changes in place an object "
+                                                  r"that went through stop_gradient"):
+        bytegrad.gradient(k, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(NotImplementedError, match=r"went through stop_gradient"):
+        bytegrad.gradient(g, np.array([1.0, 2.0, 3.0]), 0.5)
+
+    def on_a_copy(x, s):  # the fix the message gives
+        a = x * s
+        b = bytegrad.stop_gradient(a.copy())
+        a[0] = 2.0 * s
+        return np.sum(b) + np.sum(a * a)
+    gx, gs = bytegrad.gradient(on_a_copy, np.array([1.0, 2.0, 3.0]), 0.5)
+    # a = [2s, 2s, 3s] after the write: d/dx = [0, 2 s^2 x1, 2 s^2 x2], d/ds = 8s + 2s(4 + 9)
+    assert np.allclose(gx, [0.0, 1.0, 1.5]) and np.isclose(gs, 8 * 0.5 + 2 * 0.5 * 13)
