@@ -5,13 +5,14 @@ methods, callable objects, partials and ``@differentiable`` methods; indices out
 range are an IndexError naming them."""
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
 import pytest
 
 import bytegrad
-from checks import arr, fd_gradient
+from checks import arr, check_pullback, check_stateful, fd_gradient
 
 X = np.array([1.0, 2.0, 3.0])
 Y = np.array([0.5, -1.0, 2.0])
@@ -168,3 +169,72 @@ def test_pullback_wrt_negative_index():
     # (grad's argnums=-1 works); expected the last argument's gradient 2.0
     g = bytegrad.pullback(_f3, _A3, _B3, 1.5, wrt=(-1,))[1](1.0)
     assert g[2] == 2.0
+
+
+# ---------------------------------------------------------------------------
+# grad / value_and_grad with argnums over mutated structured arguments
+# ---------------------------------------------------------------------------
+
+def _dicts_mutated(a, n, b):
+    a["w"][0] = a["w"][1] * b["v"][2]
+    b["v"] *= 2.0
+    return np.sum(a["w"] ** 2) + np.sum(b["v"]) * n
+
+
+def _dicts():
+    return {"w": np.array([1.0, 2.0, 3.0])}, 3, {"v": np.array([0.5, 1.5, 2.5])}
+
+
+@pytest.mark.regression
+def test_grad_argnums_0_2_of_mutated_dicts():
+    full = check_stateful(_dicts_mutated, *_dicts())
+    args = _dicts()
+    plain = copy.deepcopy(args)
+    y0 = _dicts_mutated(*plain)
+    y, (ga, gb) = bytegrad.value_and_grad(_dicts_mutated, argnums=(0, 2))(*args)
+    assert y == y0
+    assert np.array_equal(args[0]["w"], plain[0]["w"]) and np.array_equal(args[2]["v"], plain[2]["v"])
+    assert np.allclose(ga["w"], full[0]["w"]) and np.allclose(gb["v"], full[2]["v"])
+    gi = bytegrad.grad(_dicts_mutated, argnums=2)(*_dicts())
+    assert np.allclose(gi["v"], full[2]["v"])
+
+
+def _buf_written_by_wrt(buf, x, c):
+    buf[0] = x[0] * c[1]
+    buf[1:] = x[1:] ** 2
+    c[0] = buf[2] * 3.0
+    return np.sum(buf * c) + c[0] * x[2]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("argnums", [1, (1,), (1, 2), (2,), (0, 1), (-2,), (2, 1)])
+def test_argnums_where_an_unselected_argument_carries_the_gradient(argnums):
+    args = [np.zeros(3), np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.5, 2.5])]
+    work = copy.deepcopy(args)
+    got = bytegrad.grad(_buf_written_by_wrt, argnums=argnums)(*work)
+    plain = copy.deepcopy(args)
+    _buf_written_by_wrt(*plain)
+    assert all(np.array_equal(a, b) for a, b in zip(work, plain))
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    got = (got,) if isinstance(argnums, int) else got
+    for g, i in zip(got, nums):
+        assert np.allclose(g, fd_gradient(_buf_written_by_wrt, args, i % 3), atol=1e-5)
+
+
+def _pb_mutating(x, y):
+    x[0] = y[0] * y[1]
+    y[1] = x[2] * 2.0
+    return x * y
+
+
+@pytest.mark.regression
+def test_pullback_wrt_one_of_a_mutating_function():
+    xx, yy = np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    full = check_pullback(_pb_mutating, np.ones(3), xx.copy(), yy.copy())
+    a, b = xx.copy(), yy.copy()
+    out, back = bytegrad.pullback(_pb_mutating, a, b, wrt=[1])
+    g = back(np.ones(3))
+    assert g[0] is None and np.allclose(g[1], full[1])
+    pa, pb_ = xx.copy(), yy.copy()
+    assert np.array_equal(out, _pb_mutating(pa, pb_))
+    assert np.array_equal(a, pa) and np.array_equal(b, pb_)
