@@ -766,3 +766,57 @@ def test_popitem_variants():
         item = d.popitem()
         return item[1][0] * s
     check_stateful(list_value, {"a": [1.0, 2.0], "b": [3.0, 4.0]}, 0.5)
+
+
+# ---------------------------------------------------------------------------
+# float32 arrays and NumPy integer indices
+# ---------------------------------------------------------------------------
+
+def f_f32(x):
+    a = x.copy()
+    for i in range(1, len(a)):
+        a[i] = a[i] * a[i - 1]
+    a *= np.float32(2.0)
+    return float(np.sum(a))
+
+@pytest.mark.regression
+def test_float32_mutated():
+    x = np.array([1.1, 0.9, 1.2], dtype=np.float32)
+    g, = bytegrad.gradient(f_f32, x)
+    assert g.dtype == np.float32
+    x64 = x.astype(np.float64)
+    g64, = bytegrad.gradient(f_f32, x64)
+    assert np.allclose(g, g64, rtol=1e-5)
+
+def f_f32_mix(x, w):
+    a = x.copy()
+    a[0] = w * 3.0    # float64 into a float32 array: rounded
+    return float(np.sum(a * a))
+
+@pytest.mark.regression
+def test_float32_write_float():
+    x = np.array([1.1, 0.9], dtype=np.float32)
+    gx, gw = bytegrad.gradient(f_f32_mix, x, 0.5)
+    assert np.allclose(gw, 2 * np.float32(1.5) * 3, rtol=1e-5)
+    assert np.allclose(gx, [0, 1.8], rtol=1e-5)
+
+def f_int64(x, idx):
+    a = np.zeros(4)
+    for j in idx:
+        a[j] = a[j] + x[j] * x[j]
+    for k in range(len(idx)):
+        a[idx[k]] += x[0]
+    return np.sum(a * a)
+
+@pytest.mark.regression
+def test_int64_indices():
+    check_stateful(f_int64, np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 2, 3], dtype=np.int64))
+
+def f_int64_list(xs, idx):
+    for j in idx:
+        xs[j] = xs[j] * 2.0
+    return xs[np.int64(0)] * xs[1]
+
+@pytest.mark.regression
+def test_int64_list_index():
+    check_stateful(f_int64_list, [1.0, 2.0, 3.0], np.array([0, 1, 0], dtype=np.int64))

@@ -238,3 +238,23 @@ def test_pullback_wrt_one_of_a_mutating_function():
     pa, pb_ = xx.copy(), yy.copy()
     assert np.array_equal(out, _pb_mutating(pa, pb_))
     assert np.array_equal(a, pa) and np.array_equal(b, pb_)
+
+
+def f_mut_two(a, b, s):
+    a[0] = b[1] * s
+    b[1] = a[0] * a[2]
+    return np.sum(a) * np.sum(b)
+
+@pytest.mark.regression
+def test_argnums():
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0])
+    a0, b0 = a.copy(), b.copy()
+    gb, gs = bytegrad.grad(f_mut_two, argnums=(1, 2))(a, b, 0.7)
+    ga, gb2, gs2 = check_stateful(f_mut_two, a0.copy(), b0.copy(), 0.7)
+    assert np.allclose(gb, gb2) and np.allclose(gs, gs2)
+    aa, bb = a0.copy(), b0.copy(); f_mut_two(aa, bb, 0.7)
+    assert np.array_equal(a, aa) and np.array_equal(b, bb)
+    v, ga3 = bytegrad.value_and_grad(f_mut_two, argnums=0)(a0.copy(), b0.copy(), 0.7)
+    assert np.allclose(ga3, ga)
+    v2, (gb4,) = bytegrad.value_and_grad(f_mut_two, argnums=(1,))(a0.copy(), b0.copy(), 0.7)
+    assert np.allclose(gb4, gb2)

@@ -880,3 +880,53 @@ def test_stop_gradient_then_the_array_is_changed_in_place_is_refused():
     gx, gs = bytegrad.gradient(on_a_copy, np.array([1.0, 2.0, 3.0]), 0.5)
     # a = [2s, 2s, 3s] after the write: d/dx = [0, 2 s^2 x1, 2 s^2 x2], d/ds = 8s + 2s(4 + 9)
     assert np.allclose(gx, [0.0, 1.0, 1.5]) and np.isclose(gs, 8 * 0.5 + 2 * 0.5 * 13)
+
+
+def _stop_alias_write(x):
+    b = bytegrad.stop_gradient(x)   # b is x itself
+    b[0] = 0.0                      # writes x[0]
+    return np.sum(x * x)
+
+
+@pytest.mark.regression
+def test_stop_gradient_alias_then_write_is_refused():
+    """stop_gradient hands on the object itself, and after a change in place a read of
+    either alias sends its gradient to the object: the stopped old contents would get
+    one, so a change after stop_gradient is refused."""
+    with pytest.raises(NotImplementedError, match=r"went through stop_gradient"):
+        bytegrad.gradient(_stop_alias_write, np.array([1.0, 2.0, 3.0]))
+
+
+def _stop_then_write(x):
+    a = x * 1.0
+    bytegrad.stop_gradient(a)
+    a[0] = 1.0
+    return np.sum(a)
+
+
+@pytest.mark.regression
+def test_stop_gradient_then_write_is_refused():
+    with pytest.raises(NotImplementedError, match=r"test_stop_gradient.py:\d+: this changes in place"):
+        bytegrad.gradient(_stop_then_write, np.array([1.0, 2.0, 3.0]))
+
+
+def _hook_after_write(x):
+    a = x.copy()
+    a[0] = 2.0 * a[1]
+    b = bytegrad.hook(lambda g: 10 * g, a)
+    return np.sum(b)
+
+
+@pytest.mark.regression
+def test_hook_or_stop_gradient_of_an_array_written_before_is_refused():
+    """Their argument passes through as itself; once changed in place, its gradient
+    travels through the shadow past them, so they refuse clearly (a copy works)."""
+    with pytest.raises(NotImplementedError, match=r"hook of an object that was changed in place"):
+        bytegrad.gradient(_hook_after_write, np.array([1.0, 2.0, 3.0]))
+
+    def stopped(x):
+        a = x * 1.0
+        a[0] = 2.0 * a[1]
+        return np.sum(bytegrad.stop_gradient(a) * x)
+    with pytest.raises(NotImplementedError, match=r"stop_gradient of an object that was changed"):
+        bytegrad.gradient(stopped, np.array([1.0, 2.0, 3.0]))

@@ -1481,3 +1481,289 @@ def test_for_loop_over_partials():
         return a * x
     g = bytegrad.gradient(_loop_layers, [functools.partial(mul, 2.0)], 0.5)
     assert g[0] is not None and g[0][0]["args"] == (0.5,)
+
+
+# ---------------------------------------------------------------------------
+# generator expressions, closures and recursion over changed state; properties; dataclasses; pullbacks of changed results
+# ---------------------------------------------------------------------------
+
+class Acc:
+    def __init__(self):
+        self.t = 0.0
+    def add(self, v):
+        self.t = self.t + v * v
+        return self.t
+
+def f_map_method(xs):
+    acc = Acc()
+    ys = list(map(acc.add, xs))
+    return acc.t + sum(ys)
+
+@pytest.mark.regression
+def test_map_method_mutating_self():
+    check_stateful(f_map_method, [1.0, 2.0, 3.0])
+
+
+def f_genexp_mut(xs):
+    xs[0] = xs[1] * 2
+    s = sum(x * x for x in xs)
+    xs[1] = 5.0 * xs[2]
+    return s + sum(x for x in xs)
+
+@pytest.mark.regression
+def test_genexp_list_mutated():
+    check_stateful(f_genexp_mut, [1.0, 2.0, 3.0])
+
+def f_genexp_arr(x):
+    a = x.copy()
+    g = [v * v for v in a]
+    a[0] = 4.0 * a[2]
+    s = sum(v * 2 for v in a)
+    return s + sum(g)
+
+@pytest.mark.regression
+def test_genexp_arr():
+    check_stateful(f_genexp_arr, np.array([1.0, 2.0, 3.0]))
+
+# closure capturing mutated object
+def f_closure(x, w):
+    st = {"s": x}
+    def upd(v):
+        st["s"] = st["s"] * w + v
+    for v in [1.0, 2.0]:
+        upd(v)
+    return st["s"]
+
+@pytest.mark.regression
+def test_closure_dict():
+    check_stateful(f_closure, 0.7, 1.3)
+
+def f_closure_arr(x, w):
+    buf = np.zeros(3)
+    def put(i, v):
+        buf[i] = v * w
+    for i in range(3):
+        put(i, x[i])
+    return np.sum(buf * buf)
+
+@pytest.mark.regression
+def test_closure_arr():
+    check_stateful(f_closure_arr, np.array([1.0, 2.0, 3.0]), 0.5)
+
+def f_closure_obj(x):
+    acc = Acc()
+    f = lambda v: acc.add(v)
+    f(x); f(2 * x)
+    return acc.t
+
+@pytest.mark.regression
+def test_closure_obj():
+    check_stateful(f_closure_obj, 0.7)
+
+def build(xs, n, out):
+    if n == 0:
+        return out
+    out.append(xs[n - 1] * out[-1])
+    return build(xs, n - 1, out)
+
+def f_rec(xs):
+    out = build(xs, len(xs), [1.0])
+    return out[-1] + sum(out)
+
+@pytest.mark.regression
+def test_recursion_list():
+    check_stateful(f_rec, [1.5, 2.0, 0.5])
+
+def build2(x, n):
+    if n == 0:
+        return [x]
+    l = build2(x, n - 1)
+    l.append(l[-1] * x)
+    l[0] = l[0] + 1.0
+    return l
+
+def f_rec2(x):
+    return sum(build2(x, 3))
+
+@pytest.mark.regression
+def test_recursion_list2():
+    check_stateful(f_rec2, 1.1)
+
+class Base:
+    def __init__(self, v):
+        self._v = v
+        self.log = []
+    @property
+    def v(self):
+        self.log.append(self._v)
+        return self._v * 2
+    @v.setter
+    def v(self, val):
+        self._v = val * 0.5
+
+
+@dataclasses.dataclass
+class DC:
+    xs: list = dataclasses.field(default_factory=list)
+    w: float = 1.0
+
+def f_dc(x):
+    d = DC(w=x)
+    for i in range(3):
+        d.xs.append(d.w * i)
+    d.w = d.w * 2
+    return sum(d.xs) * d.w
+
+@pytest.mark.regression
+def test_dataclass_default_factory():
+    check_stateful(f_dc, 0.7)
+
+def f_dc_arg(d):
+    d.xs.append(d.w * 3)
+    d.xs[0] = d.xs[0] * d.w
+    return sum(d.xs)
+
+@pytest.mark.regression
+def test_dataclass_arg():
+    check_stateful(f_dc_arg, DC([1.0, 2.0], 0.5))
+
+def f_ret_arr_mut(x):
+    a = x * 2.0
+    a[0] = a[1] * a[2]
+    return a
+
+@pytest.mark.regression
+def test_pullback_twice_array():
+    check_pullback(f_ret_arr_mut, np.array([1.0, -1.0, 2.0]), np.array([0.5, 1.5, 2.0]))
+
+def f_ret_arg(x):
+    x[0] = x[1] * 2.0
+    return x
+
+@pytest.mark.regression
+def test_pullback_returns_mutated_arg():
+    check_pullback(f_ret_arg, np.array([1.0, -1.0, 2.0]), np.array([0.5, 1.5, 2.0]))
+
+class _PBase:
+    def __init__(self, v):
+        self._v = v
+
+    @property
+    def v(self):
+        return self._v * 2
+
+
+class _PChild(_PBase):
+    @property
+    def v(self):
+        return super().v + 1.0
+
+
+def _super_property(x):
+    return _PChild(x).v
+
+
+@pytest.mark.regression
+def test_super_property_getter():
+    check_stateful(_super_property, 0.7)
+
+
+def _property_side_effect(x):
+    c = Base(x)
+    a = c.v
+    return a + sum(c.log)
+
+
+@pytest.mark.regression
+def test_property_getter_runs_once():
+    check_stateful(_property_side_effect, 0.7)
+
+
+def _logged_arg(c):
+    return c.v
+
+
+@pytest.mark.regression
+def test_property_getter_once_argument_state():
+    check_stateful(_logged_arg, Base(0.7))
+
+
+class _ArrBox:
+    def __init__(self, v):
+        self.arr = np.array([v, v])
+
+
+def _return_object_field_written(x):
+    b = _ArrBox(x)
+    b.arr[0] = 3.0 * x
+    return b
+
+
+@pytest.mark.regression
+def test_pullback_returned_object_field_written():
+    y, back = bytegrad.pullback(_return_object_field_written, 0.7)
+    g, = back({"arr": np.array([1.0, 0.0])})
+    fd = fd_gradient(lambda t: _return_object_field_written(t).arr[0], (0.7,), 0)
+    assert np.allclose(g, fd)
+
+
+def _dict_key_overwritten(x):
+    d = {"a": x}
+    d["a"] = 2 * x
+    return d
+
+
+@pytest.mark.regression
+def test_pullback_leaves_the_dict_seed():
+    y, back = bytegrad.pullback(_dict_key_overwritten, 0.7)
+    seed = {"a": 1.0}
+    g1 = back(seed)
+    assert seed == {"a": 1.0}
+    g2 = back(seed)
+    assert np.allclose(g1[0], 2.0) and np.allclose(g2[0], 2.0)
+
+
+def _dict_key_overwritten_list_appended(x):
+    b = [x]
+    d = {"a": x, "b": b}
+    d["a"] = 5.0
+    b.append(x * 2)
+    return d
+
+
+@pytest.mark.regression
+def test_pullback_dict_overwrite_and_inner_append():
+    check_pullback(_dict_key_overwritten_list_appended, {"a": 0.0, "b": [0.0, 1.0]}, 0.7)
+
+class _SBase:
+    def __init__(self, v):
+        self._v = v
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, val):
+        self._v = val * 0.5
+
+
+class _SChild(_SBase):
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, val):
+        super(_SChild, type(self)).v.fset(self, val * 3)
+
+
+def _super_fset(x):
+    c = _SChild(x)
+    c.v = x
+    return c.v
+
+
+@pytest.mark.regression
+def test_super_type_property_fset():
+    check_stateful(_super_fset, 0.7)
