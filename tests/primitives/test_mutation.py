@@ -2,6 +2,8 @@
 the arguments afterwards holding what the plain call leaves in them."""
 from __future__ import annotations
 
+import copy
+import functools
 
 import numpy as np
 import pytest
@@ -820,3 +822,120 @@ def f_int64_list(xs, idx):
 @pytest.mark.regression
 def test_int64_list_index():
     check_stateful(f_int64_list, [1.0, 2.0, 3.0], np.array([0, 1, 0], dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------
+# complex arrays written with complex scalars; NumPy writes without a rule are refused
+# ---------------------------------------------------------------------------
+
+def _complex_fd(f, args, i, h):
+    """d f / d Re + i d f / d Im of argument i (a complex scalar or array)."""
+    a = args[i]
+    def at(d):
+        b = [copy.deepcopy(v) for v in args]
+        b[i] = b[i] + d
+        return f(*b)
+    if np.ndim(a) == 0:
+        return (at(h) - at(-h)) / (2 * h) + 1j * (at(1j * h) - at(-1j * h)) / (2 * h)
+    g = np.zeros(np.shape(a), complex)
+    for k in np.ndindex(*np.shape(a)):
+        for u in (1.0, 1j):
+            e = np.zeros(np.shape(a), complex)
+            e[k] = u * h
+            g[k] += u * (at(e) - at(-e)) / (2 * h)
+    return g
+
+
+def c_scale_write(z, a0):
+    a = a0.copy()
+    a *= z
+    a[1] = a[0] * z
+    a += z.conjugate()
+    return float(np.sum(np.abs(a) ** 2))
+
+
+def c_complex64(z, a0):
+    a = a0.astype(np.complex64)
+    a *= z
+    a[0] += z * 2
+    return float(np.sum(a.real ** 2 - a.imag))
+
+
+def c_write_then_scale(z, a0):
+    a = a0.copy()
+    a[0] = z
+    a[1:] *= a[0]
+    return float(np.sum(a.real * a.imag))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [c_scale_write, c_complex64, c_write_then_scale])
+def test_complex_in_place_with_complex_scalar(f):
+    a0 = np.array([0.3 + 0.1j, -0.5 + 0.7j, 1.2 - 0.4j])
+    z = 0.8 - 0.3j
+    keep = a0.copy()
+    h, tol = (1e-2, 1e-3) if f is c_complex64 else (1e-6, 1e-5)
+    gz, ga = bytegrad.gradient(f, z, a0)
+    assert np.array_equal(a0, keep)
+    assert np.allclose(gz, _complex_fd(f, (z, a0), 0, h), atol=tol)
+    assert np.allclose(ga, _complex_fd(f, (z, a0), 1, h), atol=tol)
+
+
+# ---------------------------------------------------------------------------
+# writes through NumPy functions without a rule are refused clearly
+# ---------------------------------------------------------------------------
+
+def r_putmask(x):
+    a = np.zeros(4)
+    np.putmask(a, x > 0, x)
+    return np.sum(a ** 2)
+
+
+def r_put(x):
+    a = np.zeros(4)
+    a.put([0, 2], x[:2])
+    return np.sum(a ** 2)
+
+
+def r_put_along_axis(x):
+    a = np.zeros((2, 2))
+    np.put_along_axis(a, np.array([[0], [1]]), x[:2, None], axis=1)
+    return np.sum(a ** 2)
+
+
+def r_view(x):
+    v = x.view()
+    v[0] = 1.0
+    return np.sum(x ** 2)
+
+
+def r_setitem_in_comprehension(x):
+    [x.__setitem__(i, x[i] * 2.0) for i in range(4)]
+    return np.sum(x ** 2)
+
+
+def r_reduce(x):
+    return functools.reduce(lambda s, v: s * v + 1.0, x, 0.5)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [r_putmask, r_put_along_axis, r_view, r_reduce])
+def test_writes_and_calls_without_a_rule_are_refused(f):
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    keep = x.copy()
+    with pytest.raises(bytegrad.NoRuleError):
+        bytegrad.gradient(f, x)
+    assert np.array_equal(x, keep)
+
+
+@pytest.mark.regression
+def test_setitem_called_as_a_method_in_a_comprehension():
+    """The item-write rules serve ``list/dict/ndarray.__setitem__`` and ``__delitem__``
+    called as methods too (they were refused once)."""
+    check_stateful(r_setitem_in_comprehension, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+@pytest.mark.regression
+def test_ndarray_put_of_a_local_array():
+    """``a.put`` has a rule (primitives/mutation.py; it was refused once)."""
+    check_stateful(r_put, np.array([0.5, -1.0, 2.0, 0.25]))
