@@ -939,3 +939,162 @@ def test_setitem_called_as_a_method_in_a_comprehension():
 def test_ndarray_put_of_a_local_array():
     """``a.put`` has a rule (primitives/mutation.py; it was refused once)."""
     check_stateful(r_put, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+# ---------------------------------------------------------------------------
+# views, overlapping self-assignments, 0-d, complex, int/bool arrays; list slices, sort keys and swaps
+# ---------------------------------------------------------------------------
+
+def view_of_strided_view(a, x):
+    w = a[1:][::2]
+    w[0] = x * a[0]
+    w[1] *= x
+    return np.sum(a ** 2)
+
+
+@pytest.mark.regression
+def test_write_through_a_strided_view_of_a_view():
+    check_stateful(view_of_strided_view, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 0.7)
+
+
+def overlapping_self_assignments(a, x):
+    a[1:] = a[:-1]          # NumPy buffers overlapping copies
+    a[:-1] += a[1:] * x
+    a[::-1] = a
+    a += a
+    a *= a
+    return np.sum(a * np.array([1.0, 2.0, 3.0, 4.0])) * x
+
+
+@pytest.mark.regression
+def test_overlapping_self_assignments():
+    check_stateful(overlapping_self_assignments, np.array([1.0, -2.0, 3.0, 0.5]), 0.7)
+
+
+def swap_rows_through_views(a, x):
+    a[0], a[1] = a[1], a[0]   # views: NumPy leaves both rows equal to the old a[1]
+    return np.sum(a[0] * x + a[1] ** 2)
+
+
+@pytest.mark.regression
+def test_row_swap_through_views_follows_numpy():
+    check_stateful(swap_rows_through_views, np.array([[1.0, 2.0], [3.0, 4.0]]), 0.7)
+
+
+def zero_d_writes(a, x):
+    a[...] = a * x
+    a[()] = a[()] ** 2 + x
+    return float(a) * 3.0
+
+
+@pytest.mark.regression
+def test_zero_d_array_written_with_ellipsis_and_empty_tuple():
+    check_stateful(zero_d_writes, np.array(1.5), 0.7)
+
+
+def complex_writes(z, x):
+    z[0] = z[1] * x
+    z += 1j * x
+    z[1] = z[1] * z[0].imag
+    return np.sum(np.abs(z) ** 2)
+
+
+@pytest.mark.regression
+def test_complex_array_written_in_place():
+    z = np.array([1 + 2j, 3 - 1j])
+    gz, gx = bytegrad.gradient(complex_writes, z.copy(), 0.7)
+    h = 1e-6
+    fd = lambda dz, dx: complex_writes(z + dz, 0.7 + dx)
+    for k in range(2):
+        e = np.zeros(2, complex)
+        e[k] = h
+        want = (fd(e, 0) - fd(-e, 0)) / (2 * h) + 1j * (fd(1j * e, 0) - fd(-1j * e, 0)) / (2 * h)
+        assert np.isclose(gz[k], want, rtol=1e-5, atol=1e-6)
+    assert np.isclose(gx, (fd(0, h) - fd(0, -h)) / (2 * h), rtol=1e-5)
+
+
+def mixed_int_bool_arrays(a, mask, idx, x):
+    a[mask] = a[mask] * x
+    a[idx] += x
+    counts = np.zeros(3, dtype=int)
+    counts[idx] = 7                      # an integer array written: no gradient to carry
+    flags = np.zeros(3, dtype=bool)
+    flags[0] = x > 0
+    return np.sum(a ** 2) + counts[0] * x + np.sum(a[flags])
+
+
+@pytest.mark.regression
+def test_integer_and_boolean_arrays_mixed_in():
+    check_stateful(mixed_int_bool_arrays, np.array([1.0, 2.0, 3.0]),
+                   np.array([True, False, True]), np.array([0, 2]), 0.7)
+
+
+def index_add_at_repeats(a, x):
+    np.add.at(a, [0, 0, 2], x * a[1])
+    return np.sum(a ** 2)
+
+
+@pytest.mark.regression
+def test_np_add_at_with_repeated_indices():
+    check_stateful(index_add_at_repeats, np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+def sort_in_place(a, x):
+    a.sort()
+    return a[0] * x + a[-1] ** 2
+
+
+@pytest.mark.regression
+def test_ndarray_sort_in_place_is_right_or_refused():
+    try:
+        check_stateful(sort_in_place, np.array([3.0, 1.0, 2.0]), 0.7)
+    except NotImplementedError as e:
+        assert "np.sort" in str(e)
+
+
+def list_slices_sort_delete(xs, L, w):
+    xs[::2] = [w, w * xs[1]]
+    xs[::-1] = [v * w for v in xs]
+    xs.sort(key=lambda v: v * w)        # a key computed from differentiable values
+    del L[::2]
+    L[0] *= w
+    return xs[0] * 2 + xs[1] * w + xs[2] ** 2 + np.sum(L[0] ** 2)
+
+
+@pytest.mark.regression
+def test_step_slices_differentiable_sort_key_and_del_on_list_of_arrays():
+    check_stateful(list_slices_sort_delete, [3.0, -1.0, 2.0],
+                   [np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])], 0.7)
+
+
+def list_swap(xs, x):
+    xs[0], xs[1] = xs[1], xs[0] * x
+    return xs[0] * xs[1] ** 2
+
+
+@pytest.mark.regression
+def test_list_swap():
+    check_stateful(list_swap, [1.0, 2.0], 0.7)
+
+
+
+
+
+@pytest.mark.regression
+def test_write_through_the_real_view_of_a_complex_array():
+    def f(z, x):
+        z.real[1] = x
+        return np.sum(np.abs(z) ** 2)
+    gz, gx = bytegrad.gradient(f, np.array([1 + 2j, 3 - 1j]), 0.7)
+    np.testing.assert_allclose(gz, [2 + 4j, -2j])
+
+
+# -- crashes with unclear errors ----------------------------------------------------
+
+@pytest.mark.regression
+def test_write_through_the_imag_view_of_a_complex_array():
+    def f(z, x):
+        z.imag[0] = x
+        return np.sum(z.imag)
+    gz, gx = bytegrad.gradient(f, np.array([1 + 2j, 3 - 1j]), 0.7)
+    assert np.isclose(gx, 1.0)

@@ -7,6 +7,7 @@ import pytest
 import bytegrad
 from bytegrad.ir.ops import WATCH
 from bytegrad.runtime.algebra import OneHot
+from bytegrad.runtime import shadow as _shadow
 from bytegrad.runtime.shadow import Shadow
 from checks import arr, check_grad, check_stateful, fd_gradient
 
@@ -207,3 +208,34 @@ def test_scratch_buffer_in_a_loop():
     # bytegrad gives d/dx0 = 67.0 here (the number depends on which addresses are
     # reused), finite differences 18.0 (= 6 steps * 1 + 2 * (1 + 2 + 3))
     check_stateful(_scratch_per_step, np.array([0.5, 0.2, 0.1]))
+
+
+# ---------------------------------------------------------------------------
+# the cost of reads after an unrelated write
+# ---------------------------------------------------------------------------
+
+# -- performance -----------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_reads_of_a_list_after_an_unrelated_write_are_linear():
+    def f(L, x):
+        tmp = np.zeros(1)
+        tmp[0] = x
+        s = 0.0
+        for i in range(len(L)):
+            s = s + L[i] * tmp[0]
+        return s
+
+    calls = [0]
+    orig = _shadow.Shadow.holds_mutated
+
+    def counting(self, v):
+        calls[0] += 1
+        return orig(self, v)
+    _shadow.Shadow.holds_mutated = counting
+    try:
+        n = 300
+        bytegrad.gradient(f, [1.0] * n, 0.5)
+    finally:
+        _shadow.Shadow.holds_mutated = orig
+    assert calls[0] < 40 * n, calls[0]      # about n * n today
