@@ -67,6 +67,11 @@ def arr(shape, dtype=np.float64, seed=0):
     return a.astype(dtype)
 
 
+def rnd(shape, seed, scale=1.0, dtype=np.float64):
+    """A random normal array times ``scale`` (real dtypes), the same for the same seed."""
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
 def same_contents(a, b) -> bool:
     """Deep equality of what two calls leave in their arguments: arrays (dtype and
     values), lists, tuples, dicts (keys in order) and user objects (their fields)."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad, check_stateful
+from checks import check_direction, check_grad, check_stateful, rnd
 
 X = np.array([1.0, 2.0, 3.0])
 
@@ -205,3 +205,64 @@ def test_arithmetic_methods_called_directly_are_refused_clearly():
     # it is not taken for the operator: a clear error instead of a gradient
     with pytest.raises(bytegrad.NoRuleError, match=r"float\.__mul__"):
         bytegrad.gradient(lambda x: x.__mul__(2.0), 1.5)
+
+
+# ---------------------------------------------------------------------------
+# item methods on big arrays, lists and dicts changed in place
+# ---------------------------------------------------------------------------
+
+N = 128  # 128 x 128 float64 = 128 KiB: the buffer cache is active
+
+# ---------------------------------------------------------------- item methods called directly
+
+def item_methods(A, w):
+    row = A.__getitem__(3)
+    A.__setitem__((slice(0, 2),), row * w)
+    s = 0.0
+    for i in range(A.__len__()):
+        if A.__contains__(0.0):
+            s += 1.0
+        s = s + np.mean(A.__getitem__(i) ** 2)
+    return s
+
+
+@pytest.mark.regression
+def test_item_methods_big():
+    A, w = rnd((N, N), 230), rnd(N, 231)
+    plain = A.copy(); item_methods(plain, w)
+    A0 = A.copy()
+    g = bytegrad.gradient(item_methods, A, w)
+    np.testing.assert_array_equal(A, plain)
+    f = lambda A, w: item_methods(A.copy(), w)
+    check_direction(f, (A0, w), g, (0,))
+    check_direction(f, (A0, w), g, (1,))
+
+
+# ---------------------------------------------------------------- item methods on lists/dicts
+
+def item_methods_containers(ws, d, X):
+    h = X
+    for i in range(ws.__len__()):
+        h = np.tanh(h @ ws.__getitem__(i))
+    d.__setitem__("h", h)
+    ws.__setitem__(0, ws[0] * 0.5)
+    return np.mean(d.__getitem__("h") ** 2) + np.mean(ws[0])
+
+
+@pytest.mark.regression
+def test_item_methods_lists_dicts_stateful():
+    ws = [rnd((N, N), 450 + i, 0.1) for i in range(2)]
+    X = rnd((64, N), 460)
+    ws0 = [w.copy() for w in ws]
+    plain_ws, plain_d = [w.copy() for w in ws], {}
+    item_methods_containers(plain_ws, plain_d, X)
+    d = {}
+    g = bytegrad.gradient(item_methods_containers, ws, d, X)
+    for a, b in zip(ws, plain_ws):
+        np.testing.assert_array_equal(a, b)
+    assert set(d) == {"h"}
+    np.testing.assert_array_equal(d["h"], plain_d["h"])
+    f = lambda ws, X: item_methods_containers([w.copy() for w in ws], {}, X)
+    check_direction(f, (ws0, X), (g[0], g[2]), (0, 0))
+    check_direction(f, (ws0, X), (g[0], g[2]), (0, 1))
+    check_direction(f, (ws0, X), (g[0], g[2]), (1,))
