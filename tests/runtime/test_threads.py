@@ -195,7 +195,7 @@ def test_two_threads_mutating_programs():
     # place (H[:, :10] = 0; Hn += ...), get silently wrong gradients: e.g. dW[0, 10] =
     # 0.00383 instead of 0.00518 (99% of the entries wrong), in about 1 of 40 calls per
     # thread here.  The mutating program's gradient goes wrong also when the other
-    # thread computes a mutation-free MLP gradient (7 of 20 rounds of 40 calls; the MLP's
+    # thread computes a mutation-free MLP gradient (7 of 20 runs of 40 calls; the MLP's
     # stayed right).  No error is raised.  (The buffer cache is per thread and is fine:
     # two threads of mutation-free gradients agree, test_two_threads_gradients_at_once.)
     W = rnd((N, N), 490, 0.1)

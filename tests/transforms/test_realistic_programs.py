@@ -1,4 +1,4 @@
-"""Review round 5: realistic small programs written the way a scientist or ML engineer
+"""Realistic small programs written the way a scientist or ML engineer
 writes them (an RNN class with a hidden-state list, a Kalman filter updating arrays in
 place, an explicit heat-equation stencil, the forward algorithm with a log-sum-exp table,
 soft k-means with a dict of centroids, an optimizer class with momentum in a dict, a
