@@ -1,7 +1,9 @@
 """Shared checks: gradients against central finite differences."""
 from __future__ import annotations
 
+import collections
 import copy
+import dataclasses
 import functools
 import types
 
@@ -63,6 +65,11 @@ def arr(shape, dtype=np.float64, seed=0):
     if np.dtype(dtype).kind == "c":
         a = a + 1j * rng.standard_normal(shape)
     return a.astype(dtype)
+
+
+def rnd(shape, seed, scale=1.0, dtype=np.float64):
+    """A random normal array times ``scale`` (real dtypes), the same for the same seed."""
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
 
 
 def same_contents(a, b) -> bool:
@@ -273,3 +280,13 @@ def in_threads(work, n, rounds, switch=1e-5):
                 t.join()
     finally:
         sys.setswitchinterval(old)
+
+
+# Small structured argument types shared by several test files.
+NT = collections.namedtuple("NT", "a b")
+
+
+@dataclasses.dataclass
+class DC:
+    w: np.ndarray
+    b: float = 0.0

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 import bytegrad
 from bytegrad.primitives.containers import IndexIter
 from bytegrad.primitives.functional import Partial
-from checks import arr, check_grad, fd_gradient
+from checks import arr, check_grad, check_stateful, fd_gradient
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -352,3 +352,71 @@ def test_sorted_and_filter_with_c_keys():
         kept = list(filter(operator.truth, [x - x, y * 2.0]))
         return pairs[0][0] * pairs[1][1] + sum(kept)
     check_grad(f, 0.7, 1.3)
+
+
+# ---------------------------------------------------------------------------
+# map, sorted, filter and partial of methods that change their object
+# ---------------------------------------------------------------------------
+
+class _Acc:
+    def __init__(self):
+        self.t = 0.0
+
+    def add(self, v):
+        self.t = self.t + v
+        return self.t
+
+
+def _partial_method(x):
+    acc = _Acc()
+    functools.partial(_Acc.add, acc)(x)
+    return acc.t
+
+
+@pytest.mark.regression
+def test_partial_of_mutating_method():
+    check_stateful(_partial_method, 2.0)
+
+
+def _partial_bound_method(x):
+    acc = _Acc()
+    functools.partial(acc.add)(x)
+    return acc.t
+
+
+@pytest.mark.regression
+def test_partial_of_bound_mutating_method():
+    check_stateful(_partial_bound_method, 2.0)
+
+
+def _partial_append(x):
+    out = []
+    functools.partial(out.append)(x)
+    return out[0]
+
+
+@pytest.mark.regression
+def test_partial_of_list_append():
+    check_stateful(_partial_append, 2.0)
+
+
+def _sorted_key_side_effect(x):
+    acc = _Acc()
+    sorted([x, 2 * x], key=acc.add)
+    return acc.t
+
+
+@pytest.mark.regression
+def test_sorted_key_side_effect():
+    check_stateful(_sorted_key_side_effect, 2.0)
+
+
+def _filter_pred_side_effect(x):
+    acc = _Acc()
+    list(filter(acc.add, [x, x]))
+    return acc.t
+
+
+@pytest.mark.regression
+def test_filter_predicate_side_effect():
+    check_stateful(_filter_pred_side_effect, 2.0)

@@ -2,6 +2,8 @@
 the arguments afterwards holding what the plain call leaves in them."""
 from __future__ import annotations
 
+import copy
+import functools
 
 import numpy as np
 import pytest
@@ -474,3 +476,625 @@ def test_other_ufunc_at_is_refused():
         return a.sum()
     with pytest.raises(NotImplementedError, match="np.multiply.at"):
         bytegrad.gradient(f, arr(3))
+
+
+# ---------------------------------------------------------------------------
+# np.put / ndarray.put / np.place / np.fill_diagonal / dict.popitem
+# ---------------------------------------------------------------------------
+
+# -- np.put / ndarray.put / np.place / np.fill_diagonal / dict.popitem
+
+_PX, _PV, _PW = arr(6, seed=1), arr(3, seed=2), np.arange(1, 7.0)
+
+
+def _put_case(ind, **kw):
+    def f(x, v):
+        a = x * 1.5
+        np.put(a, ind, v, **kw)
+        return np.sum(_PW * a ** 2)
+    return f
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("ind,kw", [([0, 2, 5], {}), ([0, 2, 0], {}), ([0, 1, 2, 3, 4], {}),
+                                    ([0, 1, 0, 3, 1], {}), ([-1, -6, 2], {}), ([-1, 5, 2], {}),
+                                    ([7, -8, 2], {"mode": "wrap"}), ([70, -8, 2], {"mode": "clip"}),
+                                    ([1, 30], {"mode": 0}), ([4], {}), ([], {}),
+                                    (np.array([1, 3]), {})])
+def test_put_modes_repeats_and_cycles(ind, kw):
+    check_stateful(_put_case(ind, **kw), _PX, _PV)
+
+
+@pytest.mark.regression
+def test_put_spellings_views_and_loops():
+    def method(x, v):
+        a = x * 1.5
+        a.put([1, 3], v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(method, _PX, _PV)
+
+    def unbound(x, v):
+        a = x * 1.5
+        np.ndarray.put(a, [1, 3], v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(unbound, _PX, _PV)
+
+    def keywords(x, v):
+        a = x * 1.5
+        np.put(a, ind=[1, 3], v=v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(keywords, _PX, _PV)
+
+    def scalar(x, s):
+        a = x * 1.5
+        np.put(a, [1, 3], s)
+        return np.sum(_PW * a ** 2)
+    check_stateful(scalar, _PX, 0.7)
+
+    def two_d(x, v):
+        a = (x * 1.5).reshape(2, 3)
+        np.put(a, [[1], [4]], v[:2])
+        return np.sum(_PW.reshape(2, 3) * a ** 2)
+    check_stateful(two_d, _PX, _PV)
+
+    def strided_view(x, v):
+        a = x * 1.5
+        np.put(a[::2], [0, 2], v[:2])
+        return np.sum(_PW * a ** 2)
+    check_stateful(strided_view, _PX, _PV)
+
+    def transposed_view(x, v):
+        a = (x * 1.5).reshape(2, 3)
+        np.put(a.T, [1, 2], v[:2])
+        return np.sum(_PW.reshape(2, 3) * a ** 2)
+    check_stateful(transposed_view, _PX, _PV)
+
+    def argument(x, v):
+        np.put(x, [1, 3], v[:2])
+        return np.sum(_PW * x ** 2)
+    check_stateful(argument, _PX.copy(), _PV)
+
+    def loop(x, v):
+        a = x.copy()
+        tot = 0.0
+        for i in range(3):
+            np.put(a, [i, i + 2], v[i] * a[i + 1])
+            tot = tot + np.sum(_PW * a ** 2)
+        return tot
+    check_stateful(loop, _PX, _PV)
+
+    def reuse(x, v):
+        a = x * 1.5
+        s = a * 2
+        np.put(a, [0, 2], v[:2])
+        return np.sum(_PW * a ** 2) + np.sum(s) + np.sum(a[:2])
+    check_stateful(reuse, _PX, _PV)
+
+    def aliased(x):
+        a = x * 1.5
+        np.put(a, [0, 1], a[1:3])
+        return np.sum(_PW * a ** 2)
+    check_stateful(aliased, _PX)
+
+    def complex_into(x, v):
+        a = x * (1 + 1j)
+        np.put(a, [1, 3], v[:2] * 1j + v[1:])
+        return np.sum(np.abs(_PW * a) ** 2)
+    check_stateful(complex_into, _PX, _PV)
+
+    def zero_d(x, s):
+        a = np.array(x[0] * 2)
+        np.put(a, [0], s)
+        return a * 3.0 + x[1]
+    check_stateful(zero_d, _PX, 0.4)
+
+    def into_int(x):
+        a = np.arange(6)
+        np.put(a, [0], x[0])
+        return np.sum(a * x)
+    check_stateful(into_int, _PX)
+
+
+@pytest.mark.regression
+def test_ndarray_put_with_its_own_keyword_names():
+    # Pinned bug: ndarray.put's parameters are (indices, values, mode); NumPy accepts
+    # a.put([1, 3], values=v), but the rule binds np.put's names and raises
+    # "TypeError: np.put(): missing a required argument: 'v'"
+    def values_kw(x, v):
+        a = x * 1.5
+        a.put([1, 3], values=v[1:])
+        return np.sum(_PW * a ** 2)
+    check_stateful(values_kw, _PX, _PV)
+
+    def both_kw(x, v):
+        a = x * 1.5
+        a.put(indices=[1, 3], values=v[1:], mode="raise")
+        return np.sum(_PW * a ** 2)
+    check_stateful(both_kw, _PX, _PV)
+
+
+@pytest.mark.regression
+def test_place_variants():
+    def masked(x, v):
+        a = x * 1.5
+        np.place(a, a > 0, v)
+        return np.sum(_PW * a ** 2)
+    check_stateful(masked, _PX, _PV)
+
+    def keywords(x, v):
+        a = x * 1.5
+        np.place(a, mask=a > 0, vals=v[:1])
+        return np.sum(_PW * a ** 2)
+    check_stateful(keywords, _PX, _PV)
+
+    def list_mask(x, v):
+        a = x * 1.5
+        np.place(a, [True, False, True, True, False, False], [v[0], v[1]])
+        return np.sum(_PW * a ** 2)
+    check_stateful(list_mask, _PX, _PV)
+
+    def nothing(x, v):
+        a = x * 1.5
+        np.place(a, a > 100, v)
+        return np.sum(_PW * a ** 2)
+    check_stateful(nothing, _PX, _PV)
+
+    def transposed(x, v):
+        a = (x * 1.5).reshape(3, 2)
+        b = a.T
+        np.place(b, b < 0, v)
+        return np.sum(_PW.reshape(3, 2) * a ** 2)
+    check_stateful(transposed, _PX, _PV)
+
+    def aliased(x):
+        a = x * 1.5
+        np.place(a, a > 0, a[::-1])
+        return np.sum(_PW * a ** 2)
+    check_stateful(aliased, _PX)
+
+    def loop(x, v):
+        a = x.copy()
+        for i in range(3):
+            np.place(a, np.arange(6) % 3 == i, v * a[(i + 1) % 6])
+        return np.sum(_PW * a ** 2)
+    check_stateful(loop, _PX, arr(2, seed=3))
+    check_stateful(lambda a, s: (np.place(a, True, s), a * 3.0)[1], np.array(1.0), 0.5)
+
+
+@pytest.mark.regression
+def test_fill_diagonal_variants():
+    M, v = arr((4, 4), seed=5), _PV
+
+    def scalar(M, s):
+        a = M * 2
+        np.fill_diagonal(a, s)
+        return np.sum(M * a ** 2)
+    check_stateful(scalar, M, 0.3)
+
+    def vector(M, v):
+        a = M * 2
+        np.fill_diagonal(a, v)
+        return np.sum(M * a ** 2)
+    check_stateful(vector, M, v)
+
+    def tall(M, v, wrap):
+        a = np.concatenate([M, M * 2, M[:1]]) * 1.0
+        np.fill_diagonal(a, v, wrap=wrap)
+        return np.sum(np.arange(a.size).reshape(a.shape) * a ** 2)
+    check_stateful(lambda M, v: tall(M, v, True), M, v)
+    check_stateful(lambda M, v: tall(M, v, False), M, v)
+
+    def wide(M, v):
+        a = np.concatenate([M, M * 2], axis=1) * 1.0
+        np.fill_diagonal(a, v, True)
+        return np.sum(np.arange(a.size).reshape(a.shape) * a ** 2)
+    check_stateful(wide, M, v)
+
+    def cube(x, s):
+        a = np.outer(x[:4], x[:4])[:, :, None] * np.ones(4)
+        np.fill_diagonal(a, s)
+        return np.sum(np.arange(64.0).reshape(4, 4, 4) * a ** 2)
+    check_stateful(cube, _PX, 0.3)
+
+    def keywords(M, s):
+        a = M * 2
+        np.fill_diagonal(a, val=s, wrap=False)
+        return np.sum(M * a ** 2)
+    check_stateful(keywords, M, 0.3)
+
+    def view(M, s):
+        a = M * 2
+        np.fill_diagonal(a[1:, 1:], s)
+        return np.sum(M * a ** 2)
+    check_stateful(view, M, 0.3)
+
+    def argument(M, s):
+        np.fill_diagonal(M, s)
+        return np.sum(M ** 3)
+    check_stateful(argument, M.copy(), 0.3)
+
+    def aliased(M):
+        a = M * 2
+        np.fill_diagonal(a, a[0])
+        return np.sum(M * a ** 2)
+    check_stateful(aliased, M)
+
+    def loop(M, v):
+        a = M.copy()
+        for i in range(3):
+            np.fill_diagonal(a, v * a[i, (i + 1) % 4])
+        return np.sum(a ** 2)
+    check_stateful(loop, M, arr(4, seed=3))
+    check_stateful(lambda M, s: (np.fill_diagonal(M, s), np.sum(M * 3))[1], np.ones((1, 1)), 0.5)
+    g = bytegrad.gradient(lambda M, s: (np.fill_diagonal(M, s), np.sum(M))[1], np.zeros((0, 3)), 0.5)
+    assert g[0].shape == (0, 3) and g[1] == 0.0
+
+
+@pytest.mark.regression
+def test_popitem_variants():
+    def basic(d, s):
+        k, val = d.popitem()
+        return np.sum(val * s) + np.sum(d["a"] ** 2) + len(k)
+    check_stateful(basic, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def added(d, s):
+        d["c"] = d["a"] * s
+        k, val = d.popitem()
+        return np.sum(val ** 2) + np.sum(d["a"])
+    check_stateful(added, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def drain(d, s):
+        tot = 0.0
+        while d:
+            k, val = d.popitem()
+            tot = tot + val * s
+        return tot
+    check_stateful(drain, {"a": 1.5, "b": 2.5, "c": -1.0}, 0.5)
+
+    def reinsert(d, s):
+        k, val = d.popitem()
+        d[k] = val * s
+        k2, v2 = d.popitem()
+        return v2 * 3 + d["a"]
+    check_stateful(reinsert, {"a": 1.5, "b": 2.5}, 0.5)
+
+    def mutate_popped(d, s):
+        k, val = d.popitem()
+        val[0] = s
+        return np.sum(val ** 2)
+    check_stateful(mutate_popped, {"a": arr(3, seed=1), "b": arr(3, seed=2)}, 0.5)
+
+    def list_value(d, s):
+        item = d.popitem()
+        return item[1][0] * s
+    check_stateful(list_value, {"a": [1.0, 2.0], "b": [3.0, 4.0]}, 0.5)
+
+
+# ---------------------------------------------------------------------------
+# float32 arrays and NumPy integer indices
+# ---------------------------------------------------------------------------
+
+def f_f32(x):
+    a = x.copy()
+    for i in range(1, len(a)):
+        a[i] = a[i] * a[i - 1]
+    a *= np.float32(2.0)
+    return float(np.sum(a))
+
+@pytest.mark.regression
+def test_float32_mutated():
+    x = np.array([1.1, 0.9, 1.2], dtype=np.float32)
+    g, = bytegrad.gradient(f_f32, x)
+    assert g.dtype == np.float32
+    x64 = x.astype(np.float64)
+    g64, = bytegrad.gradient(f_f32, x64)
+    assert np.allclose(g, g64, rtol=1e-5)
+
+def f_f32_mix(x, w):
+    a = x.copy()
+    a[0] = w * 3.0    # float64 into a float32 array: rounded
+    return float(np.sum(a * a))
+
+@pytest.mark.regression
+def test_float32_write_float():
+    x = np.array([1.1, 0.9], dtype=np.float32)
+    gx, gw = bytegrad.gradient(f_f32_mix, x, 0.5)
+    assert np.allclose(gw, 2 * np.float32(1.5) * 3, rtol=1e-5)
+    assert np.allclose(gx, [0, 1.8], rtol=1e-5)
+
+def f_int64(x, idx):
+    a = np.zeros(4)
+    for j in idx:
+        a[j] = a[j] + x[j] * x[j]
+    for k in range(len(idx)):
+        a[idx[k]] += x[0]
+    return np.sum(a * a)
+
+@pytest.mark.regression
+def test_int64_indices():
+    check_stateful(f_int64, np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 2, 3], dtype=np.int64))
+
+def f_int64_list(xs, idx):
+    for j in idx:
+        xs[j] = xs[j] * 2.0
+    return xs[np.int64(0)] * xs[1]
+
+@pytest.mark.regression
+def test_int64_list_index():
+    check_stateful(f_int64_list, [1.0, 2.0, 3.0], np.array([0, 1, 0], dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------
+# complex arrays written with complex scalars; NumPy writes without a rule are refused
+# ---------------------------------------------------------------------------
+
+def _complex_fd(f, args, i, h):
+    """d f / d Re + i d f / d Im of argument i (a complex scalar or array)."""
+    a = args[i]
+    def at(d):
+        b = [copy.deepcopy(v) for v in args]
+        b[i] = b[i] + d
+        return f(*b)
+    if np.ndim(a) == 0:
+        return (at(h) - at(-h)) / (2 * h) + 1j * (at(1j * h) - at(-1j * h)) / (2 * h)
+    g = np.zeros(np.shape(a), complex)
+    for k in np.ndindex(*np.shape(a)):
+        for u in (1.0, 1j):
+            e = np.zeros(np.shape(a), complex)
+            e[k] = u * h
+            g[k] += u * (at(e) - at(-e)) / (2 * h)
+    return g
+
+
+def c_scale_write(z, a0):
+    a = a0.copy()
+    a *= z
+    a[1] = a[0] * z
+    a += z.conjugate()
+    return float(np.sum(np.abs(a) ** 2))
+
+
+def c_complex64(z, a0):
+    a = a0.astype(np.complex64)
+    a *= z
+    a[0] += z * 2
+    return float(np.sum(a.real ** 2 - a.imag))
+
+
+def c_write_then_scale(z, a0):
+    a = a0.copy()
+    a[0] = z
+    a[1:] *= a[0]
+    return float(np.sum(a.real * a.imag))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [c_scale_write, c_complex64, c_write_then_scale])
+def test_complex_in_place_with_complex_scalar(f):
+    a0 = np.array([0.3 + 0.1j, -0.5 + 0.7j, 1.2 - 0.4j])
+    z = 0.8 - 0.3j
+    keep = a0.copy()
+    h, tol = (1e-2, 1e-3) if f is c_complex64 else (1e-6, 1e-5)
+    gz, ga = bytegrad.gradient(f, z, a0)
+    assert np.array_equal(a0, keep)
+    assert np.allclose(gz, _complex_fd(f, (z, a0), 0, h), atol=tol)
+    assert np.allclose(ga, _complex_fd(f, (z, a0), 1, h), atol=tol)
+
+
+# ---------------------------------------------------------------------------
+# writes through NumPy functions without a rule are refused clearly
+# ---------------------------------------------------------------------------
+
+def r_putmask(x):
+    a = np.zeros(4)
+    np.putmask(a, x > 0, x)
+    return np.sum(a ** 2)
+
+
+def r_put(x):
+    a = np.zeros(4)
+    a.put([0, 2], x[:2])
+    return np.sum(a ** 2)
+
+
+def r_put_along_axis(x):
+    a = np.zeros((2, 2))
+    np.put_along_axis(a, np.array([[0], [1]]), x[:2, None], axis=1)
+    return np.sum(a ** 2)
+
+
+def r_view(x):
+    v = x.view()
+    v[0] = 1.0
+    return np.sum(x ** 2)
+
+
+def r_setitem_in_comprehension(x):
+    [x.__setitem__(i, x[i] * 2.0) for i in range(4)]
+    return np.sum(x ** 2)
+
+
+def r_reduce(x):
+    return functools.reduce(lambda s, v: s * v + 1.0, x, 0.5)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [r_putmask, r_put_along_axis, r_view, r_reduce])
+def test_writes_and_calls_without_a_rule_are_refused(f):
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    keep = x.copy()
+    with pytest.raises(bytegrad.NoRuleError):
+        bytegrad.gradient(f, x)
+    assert np.array_equal(x, keep)
+
+
+@pytest.mark.regression
+def test_setitem_called_as_a_method_in_a_comprehension():
+    """The item-write rules serve ``list/dict/ndarray.__setitem__`` and ``__delitem__``
+    called as methods too (they were refused once)."""
+    check_stateful(r_setitem_in_comprehension, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+@pytest.mark.regression
+def test_ndarray_put_of_a_local_array():
+    """``a.put`` has a rule (primitives/mutation.py; it was refused once)."""
+    check_stateful(r_put, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+# ---------------------------------------------------------------------------
+# views, overlapping self-assignments, 0-d, complex, int/bool arrays; list slices, sort keys and swaps
+# ---------------------------------------------------------------------------
+
+def view_of_strided_view(a, x):
+    w = a[1:][::2]
+    w[0] = x * a[0]
+    w[1] *= x
+    return np.sum(a ** 2)
+
+
+@pytest.mark.regression
+def test_write_through_a_strided_view_of_a_view():
+    check_stateful(view_of_strided_view, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 0.7)
+
+
+def overlapping_self_assignments(a, x):
+    a[1:] = a[:-1]          # NumPy buffers overlapping copies
+    a[:-1] += a[1:] * x
+    a[::-1] = a
+    a += a
+    a *= a
+    return np.sum(a * np.array([1.0, 2.0, 3.0, 4.0])) * x
+
+
+@pytest.mark.regression
+def test_overlapping_self_assignments():
+    check_stateful(overlapping_self_assignments, np.array([1.0, -2.0, 3.0, 0.5]), 0.7)
+
+
+def swap_rows_through_views(a, x):
+    a[0], a[1] = a[1], a[0]   # views: NumPy leaves both rows equal to the old a[1]
+    return np.sum(a[0] * x + a[1] ** 2)
+
+
+@pytest.mark.regression
+def test_row_swap_through_views_follows_numpy():
+    check_stateful(swap_rows_through_views, np.array([[1.0, 2.0], [3.0, 4.0]]), 0.7)
+
+
+def zero_d_writes(a, x):
+    a[...] = a * x
+    a[()] = a[()] ** 2 + x
+    return float(a) * 3.0
+
+
+@pytest.mark.regression
+def test_zero_d_array_written_with_ellipsis_and_empty_tuple():
+    check_stateful(zero_d_writes, np.array(1.5), 0.7)
+
+
+def complex_writes(z, x):
+    z[0] = z[1] * x
+    z += 1j * x
+    z[1] = z[1] * z[0].imag
+    return np.sum(np.abs(z) ** 2)
+
+
+@pytest.mark.regression
+def test_complex_array_written_in_place():
+    z = np.array([1 + 2j, 3 - 1j])
+    gz, gx = bytegrad.gradient(complex_writes, z.copy(), 0.7)
+    h = 1e-6
+    fd = lambda dz, dx: complex_writes(z + dz, 0.7 + dx)
+    for k in range(2):
+        e = np.zeros(2, complex)
+        e[k] = h
+        want = (fd(e, 0) - fd(-e, 0)) / (2 * h) + 1j * (fd(1j * e, 0) - fd(-1j * e, 0)) / (2 * h)
+        assert np.isclose(gz[k], want, rtol=1e-5, atol=1e-6)
+    assert np.isclose(gx, (fd(0, h) - fd(0, -h)) / (2 * h), rtol=1e-5)
+
+
+def mixed_int_bool_arrays(a, mask, idx, x):
+    a[mask] = a[mask] * x
+    a[idx] += x
+    counts = np.zeros(3, dtype=int)
+    counts[idx] = 7                      # an integer array written: no gradient to carry
+    flags = np.zeros(3, dtype=bool)
+    flags[0] = x > 0
+    return np.sum(a ** 2) + counts[0] * x + np.sum(a[flags])
+
+
+@pytest.mark.regression
+def test_integer_and_boolean_arrays_mixed_in():
+    check_stateful(mixed_int_bool_arrays, np.array([1.0, 2.0, 3.0]),
+                   np.array([True, False, True]), np.array([0, 2]), 0.7)
+
+
+def index_add_at_repeats(a, x):
+    np.add.at(a, [0, 0, 2], x * a[1])
+    return np.sum(a ** 2)
+
+
+@pytest.mark.regression
+def test_np_add_at_with_repeated_indices():
+    check_stateful(index_add_at_repeats, np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+def sort_in_place(a, x):
+    a.sort()
+    return a[0] * x + a[-1] ** 2
+
+
+@pytest.mark.regression
+def test_ndarray_sort_in_place_is_right_or_refused():
+    try:
+        check_stateful(sort_in_place, np.array([3.0, 1.0, 2.0]), 0.7)
+    except NotImplementedError as e:
+        assert "np.sort" in str(e)
+
+
+def list_slices_sort_delete(xs, L, w):
+    xs[::2] = [w, w * xs[1]]
+    xs[::-1] = [v * w for v in xs]
+    xs.sort(key=lambda v: v * w)        # a key computed from differentiable values
+    del L[::2]
+    L[0] *= w
+    return xs[0] * 2 + xs[1] * w + xs[2] ** 2 + np.sum(L[0] ** 2)
+
+
+@pytest.mark.regression
+def test_step_slices_differentiable_sort_key_and_del_on_list_of_arrays():
+    check_stateful(list_slices_sort_delete, [3.0, -1.0, 2.0],
+                   [np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])], 0.7)
+
+
+def list_swap(xs, x):
+    xs[0], xs[1] = xs[1], xs[0] * x
+    return xs[0] * xs[1] ** 2
+
+
+@pytest.mark.regression
+def test_list_swap():
+    check_stateful(list_swap, [1.0, 2.0], 0.7)
+
+
+
+
+
+@pytest.mark.regression
+def test_write_through_the_real_view_of_a_complex_array():
+    def f(z, x):
+        z.real[1] = x
+        return np.sum(np.abs(z) ** 2)
+    gz, gx = bytegrad.gradient(f, np.array([1 + 2j, 3 - 1j]), 0.7)
+    np.testing.assert_allclose(gz, [2 + 4j, -2j])
+
+
+# -- crashes with unclear errors ----------------------------------------------------
+
+@pytest.mark.regression
+def test_write_through_the_imag_view_of_a_complex_array():
+    def f(z, x):
+        z.imag[0] = x
+        return np.sum(z.imag)
+    gz, gx = bytegrad.gradient(f, np.array([1 + 2j, 3 - 1j]), 0.7)
+    assert np.isclose(gx, 1.0)

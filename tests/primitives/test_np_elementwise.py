@@ -15,6 +15,7 @@ import bytegrad
 import bytegrad.primitives.np_elementwise as npe  # noqa: F401  (registers the rules)
 from bytegrad.primitives import _util
 import bytegrad.testing
+from checks import arr, check_grad, check_stateful
 
 SETTINGS = settings(max_examples=15, deadline=None)
 DTYPES = st.sampled_from([np.float64, np.float32])
@@ -482,3 +483,94 @@ def test_scipy_special_erf_gammaln_logsumexp():
     check_rule(lambda x: special.logsumexp(x, axis=0, keepdims=True), x)
     g = bytegrad.gradient(lambda x: special.logsumexp(x), x)[0]
     np.testing.assert_allclose(g, np.exp(x) / np.exp(x).sum(), rtol=1e-13)  # softmax
+
+
+# ---------------------------------------------------------------------------
+# nan_to_num
+# ---------------------------------------------------------------------------
+
+# -- np.nan_to_num
+
+_NX = np.array([1.0, np.nan, np.inf, -np.inf, 2.0, np.nan])
+_NW = np.arange(1, 7.0)
+
+
+@pytest.mark.regression
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nan_to_num_values_positional_and_keyword():
+    for f in (lambda x, n, p, m: np.sum(_NW * np.nan_to_num(x, nan=n, posinf=p, neginf=m)),
+              lambda x, n, p, m: np.sum(_NW * np.nan_to_num(x, True, n, p, m)),
+              lambda x, n, p, m: np.sum(_NW * np.nan_to_num(x=x, nan=n, posinf=p, neginf=m))):
+        g = bytegrad.gradient(f, _NX, 0.5, 9.0, -9.0)
+        assert np.array_equal(g[0], [1, 0, 0, 0, 5, 0]) and g[1:] == (8.0, 3.0, 4.0)
+    g = bytegrad.gradient(lambda x: np.sum(_NW * np.nan_to_num(x)), _NX)
+    assert np.array_equal(g[0], [1, 0, 0, 0, 5, 0])
+    assert bytegrad.gradient(lambda s, n: np.nan_to_num(s, nan=n) * 3, float("nan"), 0.5) == (0.0, 3.0)
+    assert bytegrad.gradient(lambda s, n: np.nan_to_num(s, nan=n) * 3, 2.0, 0.5) == (3.0, 0.0)
+    assert bytegrad.gradient(lambda s, n: np.sum(np.nan_to_num([s, np.nan], nan=n)), 2.0, 0.5) == (1.0, 1.0)
+    g = bytegrad.gradient(lambda s, n: np.sum(np.nan_to_num(s, nan=n)), _NX.astype(np.float32), 0.5)
+    assert g[0].dtype == np.float32 and g[1] == 2.0
+    assert bytegrad.gradient(lambda s, n: np.sum(np.nan_to_num(s, nan=n)), np.arange(3), 0.5) == (None, None)
+
+
+@pytest.mark.regression
+def test_nan_to_num_complex():
+    nan, inf = np.nan, np.inf
+    w = np.array([1 + 1j, 2 - 0.5j, 0.3 + 2j])
+    x = np.array([1 + 2j, complex(3, nan), complex(nan, -1)])
+
+    def f(x, n):
+        return np.sum(np.abs(w * np.nan_to_num(x, nan=n)) ** 2)
+    g = bytegrad.gradient(f, x, 0.5)
+    h = 1e-6
+
+    def fd(i, unit):
+        e = np.zeros(3, complex)
+        e[i] = unit * h
+        return (f(x + e, 0.5) - f(x - e, 0.5)) / (2 * h)
+    assert np.allclose(g[0], [fd(0, 1) + 1j * fd(0, 1j), fd(1, 1), 1j * fd(2, 1j)], atol=1e-6)
+    assert np.isclose(g[1], (f(x, 0.5 + h) - f(x, 0.5 - h)) / (2 * h))
+    xc = np.array([1 + 1j, complex(nan, 2), complex(3, inf), complex(-inf, nan), complex(2, -inf)])
+    wc = np.array([1, 2 - 1j, 3j, 4, 0.5 + 1j])
+    check_grad(lambda n, p, m: np.sum(np.abs(wc * np.nan_to_num(xc, nan=n, posinf=p, neginf=m)) ** 2),
+               0.5, 2.0, -3.0)
+
+
+@pytest.mark.regression
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nan_to_num_copy_false():
+    def temp(x, n):
+        y = x * 2
+        np.nan_to_num(y, copy=False, nan=n)
+        return np.sum(_NW * y)
+    g = bytegrad.gradient(temp, _NX, 0.5)
+    assert np.array_equal(g[0], [2, 0, 0, 0, 10, 0]) and g[1] == 8.0
+
+    def returned(x, n):
+        y = x * 2
+        z = np.nan_to_num(y, copy=False, nan=n)
+        return np.sum(_NW * z) + np.sum(y[[0, 4]])
+    g = bytegrad.gradient(returned, _NX, 0.5)
+    assert np.array_equal(g[0], [4, 0, 0, 0, 12, 0]) and g[1] == 8.0
+
+    def view(x, n):
+        y = x * 2
+        np.nan_to_num(y[1:4], copy=False, nan=n, posinf=n * 2)
+        return np.sum(_NW * np.nan_to_num(y, posinf=0, neginf=0))
+    g = bytegrad.gradient(view, _NX, 0.5)
+    assert np.array_equal(g[0], [2, 0, 0, 0, 10, 0]) and g[1] == _NW[1] + 2 * _NW[2]
+
+    x = _NX.copy()
+    g = bytegrad.gradient(lambda x, n: np.sum(np.nan_to_num(x, copy=False, nan=n) * _NW), x, 0.5)
+    assert np.array_equal(g[0], [1, 0, 0, 0, 5, 0]) and g[1] == 8.0
+    assert np.array_equal(x, np.nan_to_num(_NX, nan=0.5))  # as a plain call leaves it
+    assert bytegrad.gradient(lambda s, n: np.nan_to_num(s, copy=False, nan=n) * 3,
+                             np.array(np.nan), 0.5)[1] == 3.0
+
+    def mutated(x, n):
+        a = x.copy()
+        a[1] = np.nan
+        b = np.nan_to_num(a, nan=n)
+        a[0] = b[2] * 2
+        return np.sum(np.nan_to_num(a) * b)
+    check_stateful(mutated, arr(3, seed=1), 0.3)

@@ -7,6 +7,7 @@ import bytegrad
 import bytegrad.primitives.np_reductions  # noqa: F401  (registers the rules)
 from bytegrad.runtime.rules import rule_for
 from bytegrad.testing import check_rule
+from checks import arr, check_grad
 
 SETTINGS = settings(max_examples=15, deadline=None)
 FLOATS = st.sampled_from([np.float64, np.float32])
@@ -404,3 +405,24 @@ def test_complex():
     check_rule(lambda z: np.sum(z, axis=0), z.astype(np.complex64))
     check_rule(lambda z: np.max(z, axis=1) + z.min(), z)  # lexicographic order
     check_rule(lambda z: np.prod(z, axis=0), z.astype(np.complex64))
+
+
+# ---------------------------------------------------------------------------
+# np.mean of the whole array
+# ---------------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_mean_whole_array_path():
+    x = arr((3, 4), seed=1)
+    check_grad(lambda x: np.mean(x) ** 2, x)
+    check_grad(lambda x: x.mean() ** 2, x)
+    check_grad(lambda x: np.abs(np.mean(x)) ** 2, arr((3, 4), complex, 2))
+    assert bytegrad.gradient(lambda x: np.mean(x) ** 2, x.astype(np.float32))[0].dtype == np.float32
+    assert bytegrad.gradient(lambda x: np.mean(x) ** 2, np.array(3.0))[0] == 6.0
+    assert bytegrad.gradient(lambda x: np.mean(x) * 2, np.float64(3.0))[0] == 2.0
+    assert bytegrad.gradient(lambda s: np.mean([s, 2 * s, 1.0]), 2.0)[0] == 1.0
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        assert bytegrad.gradient(lambda x: np.mean(x), np.zeros((0, 3)))[0].shape == (0, 3)
+    big = arr((256, 256), seed=3)
+    g = bytegrad.gradient(lambda x: np.mean(x) * 2 + np.mean(x * x) + np.sum(x), big)[0]
+    assert np.allclose(g, 2 / big.size + 2 * big / big.size + 1)

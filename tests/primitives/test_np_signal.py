@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import bytegrad
 import bytegrad.primitives.np_signal  # noqa: F401  (registers the rules)
 from bytegrad.testing import check_rule
+from checks import arr, check_grad, check_stateful, fd_gradient
 
 SETTINGS = settings(max_examples=25, deadline=None)
 DTYPES = st.sampled_from([np.float64, np.float32, np.complex128])
@@ -180,3 +181,141 @@ def test_interp_errors_name_the_argument():
         bytegrad.gradient(lambda fp: np.interp(0.5, [0.0, 1.0], fp, extrapolate=True), np.ones(2))
     with pytest.raises(ValueError, match="period"):
         bytegrad.gradient(lambda fp: np.interp(0.5, [0.0, 1.0], fp, period=0.0), np.ones(2))
+
+
+# ---------------------------------------------------------------------------
+# convolve, correlate and interp: keywords, complex, float32, loops, checkpoint, mutation
+# ---------------------------------------------------------------------------
+
+# -- np.convolve / np.correlate
+
+@pytest.mark.regression
+@pytest.mark.parametrize("fn", [np.convolve, np.correlate])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("n,m", [(1, 1), (1, 4), (4, 1), (2, 5), (5, 2), (3, 3), (6, 4), (4, 6)])
+def test_convolve_correlate_real_and_complex(fn, mode, n, m):
+    for ca, cv in ((False, False), (True, True), (False, True)):
+        a = arr(n, complex if ca else float, n)
+        v = arr(m, complex if cv else float, 10 + m)
+        wt = arr(len(fn(a, v, mode)), complex, 99)
+        check_grad(lambda a, v: np.sum(np.abs(wt * fn(a, v, mode) + 0.3) ** 2), a, v)
+
+
+@pytest.mark.regression
+def test_convolve_keywords_scalars_lists_float32_int():
+    a, v = arr(7, seed=1), arr(4, seed=2)
+    check_grad(lambda a, v: np.sum(np.convolve(v=a, a=v, mode="same") ** 2), a, v)
+    check_grad(lambda a, v: np.sum(np.correlate(a, v=v, mode="full") ** 2), a, v)
+    check_grad(lambda s, v: np.sum(np.convolve(s, v) ** 2), 2.0, v)
+    check_grad(lambda s: np.sum(np.convolve([s, 2 * s, 1.0], [1.0, s]) ** 2), 0.7)
+    g = bytegrad.gradient(lambda a, v: np.sum(np.convolve(a, v) ** 2),
+                          a.astype(np.float32), v.astype(np.float32))
+    assert g[0].dtype == g[1].dtype == np.float32
+    gi = bytegrad.gradient(lambda a, v: np.sum(np.convolve(a, v) ** 2), np.arange(4), v)
+    assert gi[0] is None and np.allclose(gi[1], fd_gradient(
+        lambda a, v: np.sum(np.convolve(a, v) ** 2), (np.arange(4), v), 1))
+
+
+@pytest.mark.regression
+def test_convolve_signal_model_in_a_loop_and_checkpoint():
+    def model(w, x):
+        h = x
+        for _ in range(3):
+            h = np.tanh(np.convolve(h, w, "same"))
+        return np.sum((h - 0.1) ** 2)
+    check_grad(model, arr(3, seed=3), arr(7, seed=4))
+
+    def ckpt(w, x):
+        return np.sum(bytegrad.checkpoint(lambda w, x: np.convolve(x, w, "same"), w, x) ** 2)
+    check_grad(ckpt, arr(3, seed=1), arr(8, seed=2))
+
+    def into_own_input(w, x):
+        h = x.copy()
+        for _ in range(3):
+            h[1:-1] = np.convolve(h, w, "valid")
+        return np.sum(h ** 2)
+    check_stateful(into_own_input, arr(3, seed=1) * 0.5, arr(8, seed=2))
+
+
+# -- np.interp
+
+_XP = np.array([0.0, 0.5, 1.3, 2.0, 3.1])
+_FP = np.array([1.0, -0.5, 2.0, 0.3, 1.1])
+_XI = np.array([-0.5, 0.1, 0.7, 1.9, 2.5, 3.5, 0.45])
+_WI = np.arange(1, 8.0)
+
+
+@pytest.mark.regression
+def test_interp_all_arguments():
+    check_grad(lambda x, xp, fp: np.sum(_WI * np.interp(x, xp, fp)), _XI, _XP, _FP)
+    check_grad(lambda x, xp, fp, l, r: np.sum(_WI * np.interp(x, xp, fp, l, r)), _XI, _XP, _FP, -2.0, 4.0)
+    check_grad(lambda x, xp, fp, l, r: np.sum(_WI * np.interp(x, xp, fp, left=l, right=r)),
+               _XI, _XP, _FP, -2.0, 4.0)
+    check_grad(lambda x, xp, fp, l: np.sum(_WI * np.interp(fp=fp, xp=xp, x=x, left=l)), _XI, _XP, _FP, 0.3)
+    check_grad(lambda x, xp, fp: np.interp(x, xp, fp) ** 2, 0.7, _XP, _FP)
+    check_grad(lambda x, xp, fp: np.sum(np.arange(6.0).reshape(2, 3) * np.interp(x, xp, fp)),
+               _XI[:6].reshape(2, 3), _XP, _FP)
+    check_grad(lambda x, xp, fp: np.sum(_WI * np.interp(x, xp, fp)), _XI, _XP[:1] + 0.3, _FP[:1])
+    check_grad(lambda s: np.interp(s, [0.0, 1.0, 2.0], [s, 2 * s, 0.5]), 0.7)
+
+
+@pytest.mark.regression
+def test_interp_complex_fp_and_period():
+    fpc = _FP + 1j * _FP[::-1]
+    check_grad(lambda x, xp, fp: np.sum(np.abs(_WI * np.interp(x, xp, fp)) ** 2), _XI, _XP, fpc)
+    check_grad(lambda x, xp, fp, l: np.sum(np.abs(_WI * np.interp(x, xp, fp, left=l)) ** 2),
+               _XI, _XP, fpc, 1 + 2j)
+    for p in (3.7, -3.7):
+        check_grad(lambda x, xp, fp, p: np.sum(_WI * np.interp(x, xp, fp, period=p)), _XI * 1.7, _XP, _FP, p)
+    check_grad(lambda x, xp, fp, p: np.sum(_WI * np.interp(x, xp, fp, None, None, p)),
+               _XI * 1.7, np.array([3.0, 0.2, 7.1, 1.5]), _FP[:4], 3.7)
+
+
+@pytest.mark.regression
+def test_interp_float32_int_empty():
+    g = bytegrad.gradient(lambda x, xp, fp: np.sum(np.interp(x, xp, fp)),
+                          _XI.astype(np.float32), _XP.astype(np.float32), _FP.astype(np.float32))
+    assert all(x.dtype == np.float32 for x in g)
+    xi = np.array([0, 1, 3])
+    g = bytegrad.gradient(lambda x, xp, fp: np.sum(np.interp(x, xp, fp)), xi, _XP, _FP)
+    assert g[0] is None
+    assert np.allclose(g[2], fd_gradient(lambda fp: np.sum(np.interp(xi, _XP, fp)), (_FP,), 0))
+    g = bytegrad.gradient(lambda x, xp, fp: np.sum(np.interp(x, xp, fp)), np.zeros(0), _XP, _FP)
+    assert g[0].shape == (0,) and not g[1].any() and not g[2].any()
+
+
+@pytest.mark.regression
+def test_interp_in_loops_and_with_fp_mutated():
+    def loop(fp, x):
+        s = 0.0
+        for _ in range(4):
+            x = np.interp(x, _XP, fp) * 0.9 + 0.2
+            s = s + np.sum(x ** 2)
+        return s
+    check_grad(loop, _FP, _XI)
+
+    def scalars(p, a, b, c):
+        tot = 0.0
+        for xi in (a, b, c):
+            tot += np.interp(xi, _XP, p) ** 2
+        return tot
+    check_grad(scalars, _FP, 0.1, 0.9, 5.0)
+
+    def mutated(fp, x):
+        f = fp.copy()
+        tot = 0.0
+        for i in range(4):
+            y = np.interp(x, _XP, f)
+            f[i] = f[i + 1] * 0.5 + np.sum(y) * 0.1
+            tot = tot + np.sum(y ** 2)
+        return tot
+    check_stateful(mutated, _FP.copy(), np.array([0.2, 0.9, 1.7, 2.8]))
+
+    def augmented(fp, x, l):
+        f = fp * 1.0
+        out = 0.0
+        for _ in range(3):
+            out = out + np.sum(np.interp(x, _XP, fp=f, left=l) ** 2)
+            f += 0.1 * f[::-1]
+        return out
+    check_stateful(augmented, _FP.copy(), np.array([-1.0, 0.9, 1.7, 2.8]), 0.4)

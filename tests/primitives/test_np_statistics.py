@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import bytegrad
 import bytegrad.primitives.np_statistics  # noqa: F401  (registers the rules)
 from bytegrad.testing import check_rule
+from checks import arr, check_grad
 
 SETTINGS = settings(max_examples=25, deadline=None)
 DTYPES = st.sampled_from([np.float64, np.float32, np.complex128])
@@ -123,3 +124,77 @@ def test_errors_name_the_argument():
         bytegrad.gradient(lambda m: np.corrcoef(m, ddof=1).sum(), m)
     with pytest.raises(TypeError, match="fweights must be integer"):
         bytegrad.gradient(lambda m: np.cov(m, fweights=[1.5, 1.0, 1.0]).sum(), m)
+
+
+# ---------------------------------------------------------------------------
+# cov and corrcoef: every spelling of the arguments, complex, float32, int
+# ---------------------------------------------------------------------------
+
+# -- np.cov / np.corrcoef
+
+_CX, _CY = arr((3, 5), seed=1), arr((2, 5), seed=2)
+_AW = np.array([0.5, 1.5, 0.7, 1.2, 2.0])
+_FW = np.array([1, 2, 1, 3, 1])
+
+
+def _wsum(shape, seed=7):
+    w = arr(shape, seed=seed)
+    return lambda c: np.sum(w * c)
+
+
+@pytest.mark.regression
+def test_cov_variants():
+    w3, w5, w4 = _wsum((3, 3)), _wsum((5, 5)), _wsum((4, 4))
+    check_grad(lambda X: w3(np.cov(X)), _CX)
+    check_grad(lambda X: w5(np.cov(X, rowvar=False)), _CX)
+    check_grad(lambda X, Y: w5(np.cov(X, Y)), _CX, _CY)
+    check_grad(lambda X, y: w4(np.cov(X, y)), _CX, _CY[0])
+    check_grad(lambda x, Y: w3(np.cov(x, Y, rowvar=False)), _CX[0], _CY.T)
+    check_grad(lambda x, y: w4(np.cov(x, y, rowvar=False)), _CX.T, _CY[:1])
+    check_grad(lambda X: w3(np.cov(X, bias=True)), _CX)
+    check_grad(lambda X: w3(np.cov(X, ddof=3)), _CX)
+    check_grad(lambda X: w3(np.cov(X, fweights=_FW)), _CX)
+    check_grad(lambda X, aw: w3(np.cov(X, aweights=aw)), _CX, _AW)
+    check_grad(lambda X, aw: w3(np.cov(X, fweights=_FW, aweights=aw)), _CX, _AW)
+    check_grad(lambda X, aw: w3(np.cov(X, fweights=_FW, aweights=aw, ddof=0)), _CX, _AW)
+    check_grad(lambda X, aw: w3(np.cov(X, None, True, False, 2, _FW, aw)), _CX, _AW)
+    check_grad(lambda X, aw: w3(np.cov(m=X, aweights=aw)), _CX, _AW)
+    check_grad(lambda x: np.cov(x) * 3, _CX[0])
+    check_grad(lambda s: np.sum(np.cov([[s, 2.0, 3 * s], [1.0, s * s, 0.5]])), 0.7)
+    check_grad(lambda X: np.sum((np.cov(X @ arr((5, 5), seed=4)) - np.eye(3)) ** 2), _CX)
+
+
+@pytest.mark.regression
+def test_cov_complex_float32_int():
+    Xc = arr((3, 5), complex, 5)
+    w3 = arr((3, 3), seed=3)
+    check_grad(lambda X: np.sum(np.abs(w3 * np.cov(X)) ** 2), Xc)
+    check_grad(lambda X, aw: np.sum(np.abs(w3 * np.cov(X, aweights=aw)) ** 2), Xc, _AW)
+    assert bytegrad.gradient(lambda x: np.sum(np.cov(x)), _CX.astype(np.float32))[0].dtype == np.float32
+    g = bytegrad.gradient(lambda x, y: np.sum(np.cov(x, y)), np.arange(4), _CY[0, :4])
+    assert g[0] is None and g[1].shape == (4,)
+
+
+@pytest.mark.regression
+def test_corrcoef_variants():
+    check_grad(lambda X: np.sum(arr((3, 3), seed=3) * np.corrcoef(X)), _CX)
+    check_grad(lambda X, Y: np.sum(arr((5, 5), seed=7) * np.corrcoef(X, Y)), _CX, _CY)
+    check_grad(lambda X: np.sum(arr((5, 5), seed=4) * np.corrcoef(X, rowvar=False)), _CX)
+    check_grad(lambda x, y: np.corrcoef(x, y)[0, 1], _CX[0], _CX[1])
+    check_grad(lambda x, y: np.corrcoef(x=x, y=y)[0, 1], _CX[0], _CX[1])
+    check_grad(lambda X: np.sum(np.triu(np.corrcoef(X), 1) ** 2), _CX)
+    Xc = arr((3, 5), complex, 5)
+    check_grad(lambda X: np.sum(np.abs(arr((3, 3), seed=3) * np.corrcoef(X)) ** 2), Xc)
+    assert bytegrad.gradient(lambda x: np.corrcoef(x) * 2.0, _CX[0]) == (None,)
+
+
+_XP = np.array([0.0, 0.5, 1.3, 2.0, 3.1])
+_FP = np.array([1.0, -0.5, 2.0, 0.3, 1.1])
+
+
+@pytest.mark.regression
+def test_by_name_refuses_unknown_keywords_clearly():
+    with pytest.raises(TypeError, match=r"np\.interp\(\).*lft"):
+        bytegrad.gradient(lambda x: np.interp(x, _XP, _FP, lft=1.0), 0.3)
+    with pytest.raises(TypeError, match=r"np\.cov\(\).*weights"):
+        bytegrad.gradient(lambda X: np.sum(np.cov(X, weights=_AW)), _CX)

@@ -11,7 +11,8 @@ import pytest
 
 import bytegrad
 from bytegrad import stop_gradient
-from checks import check_grad
+from bytegrad.ir.ops import WATCH
+from checks import check_grad, check_stateful
 
 THIS_FILE = os.path.basename(__file__)
 
@@ -561,3 +562,118 @@ def test_a_function_that_always_raises_gives_the_users_error():
         bytegrad.gradient(f, -1.0)
     with pytest.raises(ValueError, match="invalid value 2.0"):
         bytegrad.gradient(_invalid, 2.0)
+
+
+# ---------------------------------------------------------------------------
+# functions that raise on some inputs
+# ---------------------------------------------------------------------------
+
+def _always(x):
+    raise ValueError(f"bad {x!r}")
+
+
+class _C:
+    def m(self, x):
+        raise KeyError("from a method")
+
+
+@pytest.mark.regression
+def test_always_raising_functions_give_the_users_error():
+    def via_method(x):
+        if x > 5:
+            _C().m(x)
+        return x * x
+
+    def via_closure(x):
+        def inner(y):
+            raise ValueError(f"inner {y!r}")
+        if x > 5:
+            inner(x)
+        return x * 3
+
+    def rec(x, n):
+        if n == 0:
+            _always(x)
+        return rec(x * 2, n - 1)
+
+    def loop(x):
+        while True:
+            x = x * 2
+            if x > 100:
+                raise ValueError(f"loop {x!r}")
+
+    assert bytegrad.gradient(via_method, 2.0) == (4.0,)
+    assert bytegrad.gradient(via_closure, 2.0) == (3.0,)
+    with pytest.raises(KeyError, match="from a method"):
+        bytegrad.gradient(via_method, 7.0)
+    with pytest.raises(ValueError, match="inner 7.0"):
+        bytegrad.gradient(via_closure, 7.0)
+    with pytest.raises(ValueError, match="bad 8.0"):
+        bytegrad.gradient(rec, 1.0, 3)
+    with pytest.raises(ValueError, match="bad 1.0"):
+        bytegrad.gradient(lambda x: bytegrad.checkpoint(_always, x), 1.0)
+    with pytest.raises(ValueError, match="loop 128.0"):
+        bytegrad.gradient(loop, 1.0)
+    with pytest.raises(ValueError, match="bad 1.0"):
+        bytegrad.pullback(lambda x, y: _always(x), 1.0, 2.0, wrt=(0,))
+    with pytest.raises(AssertionError, match="nope"):
+        bytegrad.gradient(lambda x: exec("assert False, 'nope'") if False else _assert(x), 1.0)
+    assert not WATCH.all
+
+
+def _assert(x):
+    assert False, "nope"
+
+
+# ---------------------------------------------------------------------------
+# outputs: 0-d arrays, float32 scalars; @differentiable with keyword arguments and on methods
+# ---------------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_zero_d_array_output():
+    check_stateful(lambda x: np.array(np.sum(x ** 2)), np.array([1.0, 2.0]))
+
+
+@pytest.mark.regression
+def test_zero_d_argument_written_and_returned():
+    def f(x):
+        out = x
+        x[...] = x * x
+        return out
+    check_stateful(f, np.array(3.0))
+
+
+@pytest.mark.regression
+def test_float32_scalar_outputs():
+    for f in (lambda x: np.float32(np.sum(x ** 2)), lambda x: np.sum(x ** 2)):
+        y, (g,) = bytegrad.value_and_gradient(f, np.array([1.0, 2.0], dtype=np.float32))
+        assert y == np.float32(5.0) and g.dtype == np.float32 and np.allclose(g, [2.0, 4.0])
+
+
+@pytest.mark.regression
+def test_differentiable_function_with_keyword_buffer():
+    @bytegrad.differentiable
+    def f(x, *, scale=2.0, buf=None):
+        if buf is not None:
+            buf[:] = x
+        return np.sum(x ** 2) * scale
+    b = np.zeros(2)
+    y, g = f.value_and_grad(np.array([1.0, 2.0]), scale=3.0, buf=b)
+    assert y == 15.0 and np.allclose(g, [6.0, 12.0]) and np.array_equal(b, [1.0, 2.0])
+    assert np.allclose(f.pullback(np.array([1.0, 2.0]))[1](1.0)[0], [4.0, 8.0])
+
+
+class _WithMethod:
+    def __init__(self, w):
+        self.w = w
+
+    @bytegrad.differentiable
+    def loss(self, x):
+        return self.w * x
+
+
+@pytest.mark.regression
+def test_differentiable_method_grad_on_an_instance():
+    o = _WithMethod(2.0)
+    g = o.loss.grad(0.5)          # expected ({'w': 0.5}, 2.0) or 2.0: anything but a crash
+    assert g is not None

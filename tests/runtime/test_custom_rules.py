@@ -15,7 +15,7 @@ import bytegrad
 from bytegrad import stop_gradient
 from bytegrad.runtime import rules
 from bytegrad.testing import check_rule
-from checks import arr, check_grad, fd_gradient
+from checks import arr, check_grad, check_stateful, fd_gradient
 
 
 @pytest.fixture
@@ -432,3 +432,94 @@ def test_a_gradient_of_a_gradient_is_refused_clearly():
     # an inner gradient that does not depend on the outer argument runs plainly
     assert bytegrad.gradient(lambda x: x * bytegrad.gradient(math.sin, 0.5)[0], 2.0)[0] == \
         pytest.approx(math.cos(0.5))
+
+
+# ---------------------------------------------------------------------------
+# checkpoint and rules of functions whose arguments or results are changed in place
+# ---------------------------------------------------------------------------
+
+def blk(a, w):
+    return np.tanh(a * w)
+
+def f_ckpt(x, w):
+    a = x.copy()
+    a[1] = a[0] * 2
+    y = bytegrad.checkpoint(blk, a, w)
+    a[0] = 7.0 * w
+    y[2] = y[2] * a[0]
+    return np.sum(y * y) + np.sum(a)
+
+@pytest.mark.regression
+def test_checkpoint_mutated():
+    check_stateful(f_ckpt, np.array([0.3, -0.2, 0.5]), 0.7)
+
+def f_ckpt2(x, w):
+    a = x.copy()
+    y = bytegrad.checkpoint(blk, a, w)
+    a *= 3.0
+    return np.sum(y) + np.sum(a * a)
+
+@pytest.mark.regression
+def test_checkpoint_arg_mutated_after():
+    check_stateful(f_ckpt2, np.array([0.3, -0.2, 0.5]), 0.7)
+
+# custom rule on user function receiving mutable object
+def scale_sum(v):
+    return float(np.sum(v * v))
+
+@bytegrad.rule(scale_sum)
+def _ss(v):
+    return scale_sum(v), lambda dy: (None, 2 * dy * v)
+
+def f_rule_mut(x):
+    a = x.copy()
+    s = scale_sum(a)
+    a[0] = 10.0
+    return s + np.sum(a)
+
+@pytest.mark.regression
+def test_rule_arg_mutated_after():
+    check_stateful(f_rule_mut, np.array([1., 2., 3.]))
+
+def f_rule_mut_user(x):
+    s = scale_sum(x)
+    x[0] = 3.0 * x[1]
+    return s + np.sum(x * x)
+
+@pytest.mark.regression
+def test_rule_user_arg_mutated_after():
+    check_stateful(f_rule_mut_user, np.array([1., 2., 3.]))
+
+def make_pair(v):
+    return [v * 2.0, v * 3.0]
+
+@bytegrad.rule(make_pair)
+def _mp(v):
+    return make_pair(v), lambda dy: (None, 2 * (0 if dy[0] is None else dy[0]) + 3 * (0 if dy[1] is None else dy[1]))
+
+def f_rule_ret_list(x):
+    p = make_pair(x)
+    p[0] = p[0] * p[1]
+    p.append(x)
+    return p[0] + p[1] + p[2]
+
+@pytest.mark.regression
+def test_rule_returns_list_mutated():
+    check_stateful(f_rule_ret_list, 1.3)
+
+def make_arr(v):
+    return np.array([v, 2 * v])
+
+@bytegrad.rule(make_arr)
+def _ma(v):
+    return make_arr(v), lambda dy: (None, dy[0] + 2 * dy[1])
+
+def f_rule_ret_arr(x):
+    a = make_arr(x)
+    a[0] = a[1] * a[0]
+    a += 1.0
+    return np.sum(a * a)
+
+@pytest.mark.regression
+def test_rule_returns_array_mutated():
+    check_stateful(f_rule_ret_arr, 1.3)

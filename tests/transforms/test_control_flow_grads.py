@@ -1450,3 +1450,14 @@ def test_closure_made_inside_reads_globals():
             return x * z + math.sin(x)
         return inner(2.0)
     check_grad(f, 1.1)
+
+
+def _pick(a, b, c):
+    return a * b + c
+
+
+@pytest.mark.regression
+def test_star_call_of_an_array_gives_an_array_gradient():
+    g, = bytegrad.gradient(lambda x: _pick(*x), np.array([1.0, 2.0, 3.0]))
+    assert isinstance(g, np.ndarray) and g.shape == (3,)
+    assert np.allclose(g, [2.0, 1.0, 1.0])

@@ -1,4 +1,4 @@
-"""Review round 5: realistic small programs written the way a scientist or ML engineer
+"""Realistic small programs written the way a scientist or ML engineer
 writes them (an RNN class with a hidden-state list, a Kalman filter updating arrays in
 place, an explicit heat-equation stencil, the forward algorithm with a log-sum-exp table,
 soft k-means with a dict of centroids, an optimizer class with momentum in a dict, a
@@ -776,3 +776,111 @@ def test_item_on_zero_d_array_works():
     def f(w):
         return np.asarray(np.sum(w ** 2)).item() * 2.0
     check_stateful(f, np.array([0.5, -1.0]))
+
+
+# ---------------------------------------------------------------------------
+# an SGD optimizer, an EMA and RNN cells keeping state in place
+# ---------------------------------------------------------------------------
+
+# ----- optimizer / EMA / RNN / dtypes / pullback / argnums -----
+
+class SGD:
+    def __init__(self, params, lr):
+        self.params = params
+        self.lr = lr
+        self.vel = {k: np.zeros_like(v) for k, v in params.items()}
+    def step(self, grads):
+        for k in self.params:
+            self.vel[k] *= 0.9
+            self.vel[k] += grads[k]
+            self.params[k] -= self.lr * self.vel[k]
+
+def loss_fn(p, x):
+    return np.sum((p["w"] * x + p["b"]) ** 2)
+
+def train(p, x, lr):
+    opt = SGD(p, lr)
+    for _ in range(3):
+        g = {"w": 2 * (opt.params["w"] * x + opt.params["b"]) * x,
+             "b": 2 * (opt.params["w"] * x + opt.params["b"])}
+        opt.step(g)
+    return loss_fn(opt.params, x)
+
+@pytest.mark.regression
+def test_optimizer_dict_arrays():
+    p = {"w": np.array([0.5, -0.3]), "b": np.array([0.1, 0.2])}
+    check_stateful(train, p, np.array([1.0, 2.0]), 0.05)
+
+class EMA:
+    def __init__(self, decay):
+        self.decay = decay
+        self.avg = None
+    def update(self, v):
+        if self.avg is None:
+            self.avg = v.copy()
+        else:
+            self.avg *= self.decay
+            self.avg += (1 - self.decay) * v
+        return self.avg
+
+def f_ema(xs, d):
+    e = EMA(d)
+    for x in xs:
+        e.update(x)
+    return np.sum(e.avg ** 2)
+
+@pytest.mark.regression
+def test_ema():
+    xs = [np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([3.0, 0.2])]
+    check_stateful(f_ema, xs, 0.8)
+
+def f_ema_float(xs, d):
+    e = EMA(d)
+    avgs = [e.update(x) for x in xs]
+    return sum(np.sum(a) for a in avgs)
+
+@pytest.mark.regression
+def test_ema_aliasing_returned():
+    xs = [np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([3.0, 0.2])]
+    check_stateful(f_ema_float, xs, 0.8)
+
+class RNN:
+    def __init__(self, W, U):
+        self.W = W; self.U = U
+        self.h = np.zeros(W.shape[0])
+        self.hs = []
+    def __call__(self, x):
+        self.h = np.tanh(self.W @ self.h + self.U @ x)
+        self.hs.append(self.h)
+        return self.h
+
+def f_rnn(W, U, xs):
+    cell = RNN(W, U)
+    for x in xs:
+        cell(x)
+    return np.sum(cell.h) + sum(np.sum(h * h) for h in cell.hs)
+
+@pytest.mark.regression
+def test_rnn_cell():
+    r = np.random.default_rng(1)
+    check_stateful(f_rnn, r.standard_normal((3, 3)) * 0.5, r.standard_normal((3, 2)), [r.standard_normal(2) for _ in range(3)])
+
+class RNN2:
+    def __init__(self, W):
+        self.W = W
+        self.h = np.zeros(W.shape[0])
+    def step(self, x):
+        self.h[:] = np.tanh(self.W @ self.h + x)   # in place on the hidden state
+        return self.h
+
+def f_rnn2(W, xs):
+    cell = RNN2(W)
+    out = 0.0
+    for x in xs:
+        out = out + np.sum(cell.step(x) ** 2)
+    return out
+
+@pytest.mark.regression
+def test_rnn_inplace_hidden():
+    r = np.random.default_rng(2)
+    check_stateful(f_rnn2, r.standard_normal((3, 3)) * 0.5, [r.standard_normal(3) for _ in range(3)])

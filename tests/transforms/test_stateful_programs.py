@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytegrad
-from checks import check_pullback, check_stateful
+from checks import check_pullback, check_stateful, fd_gradient
 
 
 def rng(seed):
@@ -1175,3 +1175,1150 @@ def test_a_copied_object_changed_afterwards():
         c.w = x * 2.0
         return c.w * c.v + o.w
     check_stateful(f, _Pair(1.5, 0.5), 0.7)
+
+
+# ---------------------------------------------------------------------------
+# keyword-only, default and **kwargs arguments that f changes; structured arguments
+# ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# keyword-only, default and **kwargs arguments that f changes
+# ---------------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_mutable_default_array_accumulates_like_plain_calls():
+    def f(x, buf=np.zeros(3)):
+        buf += x
+        return np.sum(buf * x)
+
+    x = np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        before = f.__defaults__[0].copy()
+        (g,) = bytegrad.gradient(f, x.copy())
+        assert np.allclose(f.__defaults__[0], before + x)    # as a plain call leaves it
+        assert np.allclose(g, before + 2 * x)                # the old contents are constants
+
+
+@pytest.mark.regression
+def test_mutable_default_list_appended():
+    def f(x, hist=[]):
+        hist.append(x * 2.0)
+        return sum(np.sum(t * x) for t in hist)
+
+    x = np.array([1.0, 2.0])
+    (g1,) = bytegrad.gradient(f, x.copy())
+    (g2,) = bytegrad.gradient(f, x.copy())
+    assert len(f.__defaults__[0]) == 2
+    assert np.allclose(g1, 4 * x) and np.allclose(g2, 4 * x + 2 * x)
+
+
+@pytest.mark.regression
+def test_keyword_only_buffer_written_with_the_argument():
+    def f(x, *, buf):
+        buf[0] = x[0] * 3.0
+        return np.sum(buf * x)
+
+    b = np.ones(3)
+    y, (g,) = bytegrad.value_and_gradient(f, np.array([1.0, 2.0, 3.0]), buf=b)
+    assert y == 8.0 and np.array_equal(b, [3.0, 1.0, 1.0])
+    assert np.allclose(g, fd_gradient(lambda x: f(x, buf=np.ones(3)), [np.array([1.0, 2.0, 3.0])], 0))
+
+
+@pytest.mark.regression
+def test_kwargs_containers_written_and_appended():
+    def f(x, **kw):
+        kw["a"][0] = x[1] * 2.0
+        kw["b"].append(x * kw["a"][0])
+        return np.sum(kw["a"] * x) + np.sum(kw["b"][-1])
+
+    A, L = np.array([1.0, 2.0, 3.0]), []
+    x = np.array([1.0, 2.0, 3.0])
+    y, (g,) = bytegrad.value_and_gradient(f, x.copy(), a=A, b=L)
+    A0, L0 = np.array([1.0, 2.0, 3.0]), []
+    assert y == f(x.copy(), a=A0, b=L0)
+    assert np.array_equal(A, A0) and len(L) == 1 and np.array_equal(L[0], L0[0])
+    assert np.allclose(g, fd_gradient(lambda x: f(x, a=np.array([1.0, 2.0, 3.0]), b=[]), [x], 0))
+
+
+@pytest.mark.regression
+def test_kwargs_dict_passed_with_double_star_inside():
+    def f(d):
+        def inner(x, **kw):
+            kw["w"] = kw["w"] * x
+            return kw["w"]
+        return np.sum(inner(2.0, **d)) + np.sum(d["w"])
+    check_stateful(f, {"w": np.array([1.0, 2.0])})
+
+
+# ---------------------------------------------------------------------------
+# structured arguments: keys, empties, named tuples, dataclasses, fields
+# ---------------------------------------------------------------------------
+
+def _tuple_int_keys(d, x):
+    d[(0, 1)] = d[(0, 1)] * x
+    d[0] = d.get(0, 0.0) + x ** 2
+    d[1.5] = d[0] * d[(0, 1)]
+    return d[1.5] + d[(0, 1)] ** 2
+
+
+@pytest.mark.regression
+def test_dict_with_tuple_int_and_float_keys():
+    check_stateful(_tuple_int_keys, {(0, 1): 3.0, 0: 1.0}, 2.0)
+
+
+@pytest.mark.regression
+def test_empty_list_and_dicts():
+    def f(d, e, l, x):
+        s = x * 1.0
+        for k in d:
+            s = s + d[k] * x
+        for v in l:
+            s = s + v
+        return s
+    assert check_stateful(f, {}, {}, [], 2.0)[3] == 1.0
+
+
+class _P(NamedTuple):
+    a: np.ndarray
+    b: float
+    k: int
+
+
+def _nt(p, q):
+    p.a[0] = q.b * p.a[1]
+    return np.sum(p.a) * p.b + q.a[p.k] * p.k
+
+
+@pytest.mark.regression
+def test_named_tuples_with_int_fields_under_argnums():
+    mk = lambda: (_P(np.array([1.0, 2.0, 3.0]), 0.5, 2), _P(np.array([4.0, 5.0, 6.0]), 1.5, 1))
+    full = check_stateful(_nt, *mk())
+    gp, gq = bytegrad.grad(_nt, argnums=(0, 1))(*mk())
+    assert gp[2] is None and gq[2] is None
+    assert np.allclose(gp[0], full[0][0]) and np.allclose(gq[1], full[1][1])
+
+
+class _NTC(NamedTuple):
+    xs: list
+    d: dict
+
+
+@pytest.mark.regression
+def test_named_tuple_holding_a_list_and_dict_changed():
+    def f(nt, y):
+        nt.xs[0] = nt.xs[0] * y
+        nt.d["k"] = nt.xs[0] + nt.d["k"]
+        nt.xs.pop()
+        return nt.d["k"] * y + sum(nt.xs)
+    check_stateful(f, _NTC([1.0, 2.0, 3.0], {"k": 0.5}), 1.5)
+
+
+@dataclasses.dataclass
+class _Inner:
+    v: np.ndarray
+    s: float
+
+
+@dataclasses.dataclass
+class _Outer:
+    inner: _Inner
+    items: list
+    extra: dict
+
+
+@pytest.mark.regression
+def test_nested_dataclasses_with_list_dict_and_replaced_field():
+    def f(o, x):
+        o.inner.v[1] = x * o.inner.s
+        o.items.append(o.inner.v * 2.0)
+        o.extra[(1, 2)] = o.items[0] * x
+        o.extra[3] = x ** 2
+        o.inner = _Inner(o.inner.v + 1.0, o.inner.s * 3)
+        return (np.sum(o.extra[(1, 2)]) + o.extra[3] + np.sum(o.inner.v) * o.inner.s
+                + sum(np.sum(t) for t in o.items))
+    check_stateful(f, _Outer(_Inner(np.array([1.0, 2.0, 3.0]), 0.7), [np.array([0.1, 0.2, 0.3])], {}), 1.3)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    a: np.ndarray
+    lst: list
+
+
+@pytest.mark.regression
+def test_frozen_dataclass_whose_array_and_list_change():
+    def f(fz, x):
+        fz.a[1] = x
+        fz.lst.append(fz.a * x)
+        return np.sum(fz.lst[-1]) + np.sum(fz.a)
+    check_stateful(f, _Frozen(np.array([1.0, 2.0]), [np.array([1.0, 1.0])]), 0.7)
+
+
+class _Model:
+    def __init__(self, w):
+        self.w = w
+        self.n = 3
+        self.mask = np.array([True, False, True])
+        self.opt = None
+
+    def step(self, x):
+        self.w = self.w - 0.1 * x * self.n
+        self.w[self.mask] *= 2.0
+        return np.sum(self.w ** 2)
+
+
+@pytest.mark.regression
+def test_object_with_int_bool_mask_and_none_fields_changed_by_a_method():
+    g = check_stateful(_Model.step, _Model(np.array([1.0, 2.0, 3.0])), np.array([0.3, 0.2, 0.1]))
+    assert g[0].get("n") is None and g[0].get("mask") is None and g[0].get("opt") is None
+
+
+@pytest.mark.regression
+def test_value_read_before_the_argument_is_written():
+    def f(x):
+        s = x[0] * 2.0
+        t = x
+        x[0] = 5.0
+        x[1] *= s
+        return s * x[1] + t[0]
+    check_stateful(f, np.array([1.0, 2.0, 3.0]))
+
+    def g(x):
+        y = x.sum()
+        x *= 3
+        return y
+    check_stateful(g, np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.regression
+def test_same_array_passed_twice_and_written():
+    def f(a, b):
+        a[0] = b[1] * 3.0
+        return np.sum(a * b)
+    v = np.array([1.0, 2.0, 3.0])
+    y, (ga, gb) = bytegrad.value_and_gradient(f, v, v)
+    w = np.array([1.0, 2.0, 3.0])
+    assert y == f(w, w) and np.array_equal(v, w)
+
+    def total(u):
+        u = u.copy()
+        return f(u, u)
+    assert np.allclose(ga + gb, fd_gradient(total, [np.array([1.0, 2.0, 3.0])], 0), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# lists and dicts of callable objects (models made of layers)
+# ---------------------------------------------------------------------------
+
+class _Scale:
+    """A callable object: ``is_differentiable`` calls it non-differentiable."""
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return self.w * x
+
+
+def _loop_layers(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+@pytest.mark.regression
+def test_indexing_a_list_of_callable_objects_is_right():
+    def f(layers, x):
+        for i in range(len(layers)):
+            x = layers[i](x)
+        return x
+    check_stateful(f, [_Scale(2.0), _Scale(3.0)], 0.5)
+
+
+@pytest.mark.regression
+def test_for_loop_over_a_list_of_callable_objects():
+    # expected ([{'w': 1.5}, {'w': 1.0}], 6.0); got (None, 6.0)
+    check_stateful(_loop_layers, [_Scale(2.0), _Scale(3.0)], 0.5)
+
+
+@pytest.mark.regression
+def test_generator_over_callable_objects():
+    check_stateful(lambda ls, x: sum(l(x) for l in ls), [_Scale(2.0), _Scale(3.0)], 0.5)
+
+
+@pytest.mark.regression
+def test_items_loop_over_callable_objects():
+    def f(d, x):
+        for _, v in d.items():
+            x = v(x)
+        return x
+    check_stateful(f, {"a": _Scale(2.0), "b": _Scale(3.0)}, 0.5)
+
+
+class _Net:
+    """The usual model: layers held in a list attribute, applied in a loop."""
+    def __init__(self):
+        self.layers = [_Scale(2.0), _Scale(3.0)]
+        self.b = np.array([1.0])
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+@pytest.mark.regression
+def test_model_with_a_list_of_callable_layers():
+    def f(net, x):
+        y = net(x)
+        net.b[0] = 0.1
+        return y + net.b[0]
+    check_stateful(f, _Net(), 0.5)
+
+
+@pytest.mark.regression
+def test_for_loop_over_partials():
+    def mul(a, x):
+        return a * x
+    g = bytegrad.gradient(_loop_layers, [functools.partial(mul, 2.0)], 0.5)
+    assert g[0] is not None and g[0][0]["args"] == (0.5,)
+
+
+# ---------------------------------------------------------------------------
+# generator expressions, closures and recursion over changed state; properties; dataclasses; pullbacks of changed results
+# ---------------------------------------------------------------------------
+
+class Acc:
+    def __init__(self):
+        self.t = 0.0
+    def add(self, v):
+        self.t = self.t + v * v
+        return self.t
+
+def f_map_method(xs):
+    acc = Acc()
+    ys = list(map(acc.add, xs))
+    return acc.t + sum(ys)
+
+@pytest.mark.regression
+def test_map_method_mutating_self():
+    check_stateful(f_map_method, [1.0, 2.0, 3.0])
+
+
+def f_genexp_mut(xs):
+    xs[0] = xs[1] * 2
+    s = sum(x * x for x in xs)
+    xs[1] = 5.0 * xs[2]
+    return s + sum(x for x in xs)
+
+@pytest.mark.regression
+def test_genexp_list_mutated():
+    check_stateful(f_genexp_mut, [1.0, 2.0, 3.0])
+
+def f_genexp_arr(x):
+    a = x.copy()
+    g = [v * v for v in a]
+    a[0] = 4.0 * a[2]
+    s = sum(v * 2 for v in a)
+    return s + sum(g)
+
+@pytest.mark.regression
+def test_genexp_arr():
+    check_stateful(f_genexp_arr, np.array([1.0, 2.0, 3.0]))
+
+# closure capturing mutated object
+def f_closure(x, w):
+    st = {"s": x}
+    def upd(v):
+        st["s"] = st["s"] * w + v
+    for v in [1.0, 2.0]:
+        upd(v)
+    return st["s"]
+
+@pytest.mark.regression
+def test_closure_dict():
+    check_stateful(f_closure, 0.7, 1.3)
+
+def f_closure_arr(x, w):
+    buf = np.zeros(3)
+    def put(i, v):
+        buf[i] = v * w
+    for i in range(3):
+        put(i, x[i])
+    return np.sum(buf * buf)
+
+@pytest.mark.regression
+def test_closure_arr():
+    check_stateful(f_closure_arr, np.array([1.0, 2.0, 3.0]), 0.5)
+
+def f_closure_obj(x):
+    acc = Acc()
+    f = lambda v: acc.add(v)
+    f(x); f(2 * x)
+    return acc.t
+
+@pytest.mark.regression
+def test_closure_obj():
+    check_stateful(f_closure_obj, 0.7)
+
+def build(xs, n, out):
+    if n == 0:
+        return out
+    out.append(xs[n - 1] * out[-1])
+    return build(xs, n - 1, out)
+
+def f_rec(xs):
+    out = build(xs, len(xs), [1.0])
+    return out[-1] + sum(out)
+
+@pytest.mark.regression
+def test_recursion_list():
+    check_stateful(f_rec, [1.5, 2.0, 0.5])
+
+def build2(x, n):
+    if n == 0:
+        return [x]
+    l = build2(x, n - 1)
+    l.append(l[-1] * x)
+    l[0] = l[0] + 1.0
+    return l
+
+def f_rec2(x):
+    return sum(build2(x, 3))
+
+@pytest.mark.regression
+def test_recursion_list2():
+    check_stateful(f_rec2, 1.1)
+
+class Base:
+    def __init__(self, v):
+        self._v = v
+        self.log = []
+    @property
+    def v(self):
+        self.log.append(self._v)
+        return self._v * 2
+    @v.setter
+    def v(self, val):
+        self._v = val * 0.5
+
+
+@dataclasses.dataclass
+class DC:
+    xs: list = dataclasses.field(default_factory=list)
+    w: float = 1.0
+
+def f_dc(x):
+    d = DC(w=x)
+    for i in range(3):
+        d.xs.append(d.w * i)
+    d.w = d.w * 2
+    return sum(d.xs) * d.w
+
+@pytest.mark.regression
+def test_dataclass_default_factory():
+    check_stateful(f_dc, 0.7)
+
+def f_dc_arg(d):
+    d.xs.append(d.w * 3)
+    d.xs[0] = d.xs[0] * d.w
+    return sum(d.xs)
+
+@pytest.mark.regression
+def test_dataclass_arg():
+    check_stateful(f_dc_arg, DC([1.0, 2.0], 0.5))
+
+def f_ret_arr_mut(x):
+    a = x * 2.0
+    a[0] = a[1] * a[2]
+    return a
+
+@pytest.mark.regression
+def test_pullback_twice_array():
+    check_pullback(f_ret_arr_mut, np.array([1.0, -1.0, 2.0]), np.array([0.5, 1.5, 2.0]))
+
+def f_ret_arg(x):
+    x[0] = x[1] * 2.0
+    return x
+
+@pytest.mark.regression
+def test_pullback_returns_mutated_arg():
+    check_pullback(f_ret_arg, np.array([1.0, -1.0, 2.0]), np.array([0.5, 1.5, 2.0]))
+
+class _PBase:
+    def __init__(self, v):
+        self._v = v
+
+    @property
+    def v(self):
+        return self._v * 2
+
+
+class _PChild(_PBase):
+    @property
+    def v(self):
+        return super().v + 1.0
+
+
+def _super_property(x):
+    return _PChild(x).v
+
+
+@pytest.mark.regression
+def test_super_property_getter():
+    check_stateful(_super_property, 0.7)
+
+
+def _property_side_effect(x):
+    c = Base(x)
+    a = c.v
+    return a + sum(c.log)
+
+
+@pytest.mark.regression
+def test_property_getter_runs_once():
+    check_stateful(_property_side_effect, 0.7)
+
+
+def _logged_arg(c):
+    return c.v
+
+
+@pytest.mark.regression
+def test_property_getter_once_argument_state():
+    check_stateful(_logged_arg, Base(0.7))
+
+
+class _ArrBox:
+    def __init__(self, v):
+        self.arr = np.array([v, v])
+
+
+def _return_object_field_written(x):
+    b = _ArrBox(x)
+    b.arr[0] = 3.0 * x
+    return b
+
+
+@pytest.mark.regression
+def test_pullback_returned_object_field_written():
+    y, back = bytegrad.pullback(_return_object_field_written, 0.7)
+    g, = back({"arr": np.array([1.0, 0.0])})
+    fd = fd_gradient(lambda t: _return_object_field_written(t).arr[0], (0.7,), 0)
+    assert np.allclose(g, fd)
+
+
+def _dict_key_overwritten(x):
+    d = {"a": x}
+    d["a"] = 2 * x
+    return d
+
+
+@pytest.mark.regression
+def test_pullback_leaves_the_dict_seed():
+    y, back = bytegrad.pullback(_dict_key_overwritten, 0.7)
+    seed = {"a": 1.0}
+    g1 = back(seed)
+    assert seed == {"a": 1.0}
+    g2 = back(seed)
+    assert np.allclose(g1[0], 2.0) and np.allclose(g2[0], 2.0)
+
+
+def _dict_key_overwritten_list_appended(x):
+    b = [x]
+    d = {"a": x, "b": b}
+    d["a"] = 5.0
+    b.append(x * 2)
+    return d
+
+
+@pytest.mark.regression
+def test_pullback_dict_overwrite_and_inner_append():
+    check_pullback(_dict_key_overwritten_list_appended, {"a": 0.0, "b": [0.0, 1.0]}, 0.7)
+
+class _SBase:
+    def __init__(self, v):
+        self._v = v
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, val):
+        self._v = val * 0.5
+
+
+class _SChild(_SBase):
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, val):
+        super(_SChild, type(self)).v.fset(self, val * 3)
+
+
+def _super_fset(x):
+    c = _SChild(x)
+    c.v = x
+    return c.v
+
+
+@pytest.mark.regression
+def test_super_type_property_fset():
+    check_stateful(_super_fset, 0.7)
+
+
+# ---------------------------------------------------------------------------
+# arrays in containers and objects, callees, closures, objects with __new__ and inherited properties
+# ---------------------------------------------------------------------------
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+def nested_array_updates(xs, d, o, x):
+    xs[0][1] = x * xs[1][0]
+    d["w"][0] *= x
+    o.w[1] += x * o.w[0]
+    xs[1] += d["w"]
+    return np.sum(xs[0] ** 2) + np.sum(xs[1] ** 3) + np.sum(d["w"] * o.w)
+
+
+@pytest.mark.regression
+def test_arrays_inside_list_dict_and_object_arguments():
+    check_stateful(nested_array_updates, [np.array([1.0, 2.0]), np.array([3.0, 4.0])],
+                   {"w": np.array([0.5, -1.0])}, Holder(np.array([1.5, 2.0])), 0.7)
+
+
+def _scale_first(a, x):
+    a[0] = a[0] * x
+
+
+def _scale_and_return(a, x):
+    a *= x
+    return a
+
+
+def _recursive_scale(a, i, x):
+    if i == len(a):
+        return 0.0
+    a[i] = a[i] * x
+    return a[i] + _recursive_scale(a, i + 1, x)
+
+
+def callee_writes(a, x):
+    _scale_first(a, x)
+    _scale_first(a[1:], x)           # a callee writing through a view
+    b = _scale_and_return(a, x)      # the result aliases the argument
+    s = _recursive_scale(a, 0, x)
+    return s + np.sum(b ** 2) + np.sum(a)
+
+
+@pytest.mark.regression
+def test_callees_and_recursion_writing_into_an_argument():
+    check_stateful(callee_writes, np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+def return_view_of_mutated_argument(a):
+    v = a[1:]
+    v *= 3.0
+    return v, a
+
+
+@pytest.mark.regression
+def test_pullback_of_a_returned_view_twice():
+    check_pullback(return_view_of_mutated_argument, (np.array([1.0, -2.0]), np.array([0.5, 1.0, 2.0])),
+                   np.array([1.0, 2.0, 3.0]))
+
+
+def mixed_state(o, d, a, x):
+    o.w = o.w * x
+    o.xs.append(o.w)
+    d["k"] = d["k"] + o.xs[0]
+    a[1:] = a[:-1] * d["k"]
+    a += x
+    return np.sum(a ** 2) + o.w * d["k"], [o.xs[-1], a[0]]
+
+
+@pytest.mark.regression
+def test_pullback_of_a_program_mutating_object_dict_and_array_twice():
+    check_pullback(mixed_state, (1.0, [0.5, -1.0]), Holder2(1.5, [2.0]), {"k": 0.3},
+                   np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+class Holder2:
+    def __init__(self, w, xs):
+        self.w, self.xs = w, xs
+
+
+@pytest.mark.regression
+def test_pullback_called_after_another_gradient_computation():
+    a = np.array([1.0, 2.0])
+    y, back = bytegrad.pullback(_scale_and_return, a, 0.7)
+    bytegrad.gradient(lambda b, x: np.sum(_scale_and_return(b, x)), np.array([5.0, 6.0]), 2.0)
+    ga, gx = back(np.array([1.0, 1.0]))
+    np.testing.assert_allclose(ga, [0.7, 0.7])
+    assert np.isclose(gx, 3.0)
+    np.testing.assert_array_equal(a, [0.7, 1.4])
+
+
+def closures_mutating_captured_state(a, x):
+    acc, d = [], {}
+    total = 0.0
+
+    def push(v):
+        acc.append(v * x)
+
+    def put(k, v):
+        d[k] = v
+
+    def scale(i):
+        a[i] = a[i] * x
+
+    def add(v):
+        nonlocal total
+        total = total + v
+
+    for i in range(2):
+        push(a[i] + x)
+        scale(i)
+        add(a[i] * a[i])
+    put("a", acc[0] * 2)
+    put("a", d["a"] * acc[1])
+    return total + sum(v * v for v in acc) + d["a"] + np.sum(a)
+
+
+@pytest.mark.regression
+def test_closures_mutating_captured_lists_dicts_arrays_and_nonlocals():
+    check_stateful(closures_mutating_captured_state, np.array([1.0, 2.0, 3.0]), 0.7)
+
+
+def appends_in_map_and_generators(xs, x):
+    ys, out = [], []
+    list(map(lambda v: ys.append(v * x), xs))
+    s = sum(out.append(v * x) or v for v in xs)
+    return s + sum(y * y for y in ys) + sum(out)
+
+
+@pytest.mark.regression
+def test_appends_inside_map_and_generator_expressions():
+    check_stateful(appends_in_map_and_generators, [1.0, 2.0], 0.7)
+
+
+class WithNew:
+    def __new__(cls, w):
+        obj = super().__new__(cls)
+        obj.w0 = w * 2.0
+        return obj
+
+    def __init__(self, w):
+        self.w = w
+
+    @classmethod
+    def make(cls, w):
+        return cls(w * 2)
+
+    def scaled(self, s):
+        self.w = self.w * s
+        return self
+
+
+def new_override_and_chaining(x):
+    n = WithNew.make(x).scaled(x)
+    n.w = n.w * n.w0
+    return n.w + n.w0
+
+
+@pytest.mark.regression
+def test_new_override_classmethod_factory_and_returned_self():
+    check_stateful(new_override_and_chaining, 0.7)
+
+
+class ScaledBase:
+    scale = 2.0
+    bias = 1.0
+
+    def __init__(self, v):
+        self._v = v
+
+    @property
+    def v(self):
+        return self._v * self.scale
+
+    @v.setter
+    def v(self, val):
+        self._v = val / self.scale
+
+
+class ScaledDerived(ScaledBase):
+    scale = 3.0
+
+    @property
+    def sq(self):
+        return self.v ** 2
+
+
+def inherited_property_and_class_attributes(b, x):
+    b.v = b.v * x
+    b.bias = b.bias + x          # an instance attribute now shadows the class's
+    return b.sq + b._v * b.bias + ScaledBase.bias
+
+
+@pytest.mark.regression
+def test_inherited_property_setter_and_shadowed_class_attribute():
+    check_stateful(inherited_property_and_class_attributes, ScaledDerived(1.5), 0.7)
+
+
+def structures_of_structures(dl, ld, do, x):
+    dl["a"].append(x * dl["a"][0])
+    dl["b"][0] = dl["a"][-1] ** 2
+    for d in ld:
+        d["v"] = d["v"] * x + d.get("c", 0.0)
+    ld[0]["c"] = ld[1]["v"]
+    do["o"].w = do["o"].w * x
+    return (sum(dl["a"]) + sum(dl["b"]) + sum(d["v"] * d.get("c", 1.0) for d in ld)
+            + do["o"].w ** 2)
+
+
+@pytest.mark.regression
+def test_dict_of_lists_list_of_dicts_object_in_dict():
+    check_stateful(structures_of_structures, {"a": [1.0, 2.0], "b": [3.0]},
+                   [{"v": 1.0}, {"v": 2.0, "c": 0.5}], {"o": Holder(2.0)}, 0.7)
+
+
+# ---------------------------------------------------------------------------
+# a local buffer reached through a row, a view or a list literal; loops over a container the body changes; slots, instance dicts, cached and delegated attributes; globals and class attributes
+# ---------------------------------------------------------------------------
+
+# -- a local buffer aliased by anything but an item, attribute or method ------------
+# transforms/activity.py `_Hazards`: only getitem/getattr/a method's object/block
+# arguments lead back to the object; `a` stays inactive, so reads of it carry nothing.
+
+@pytest.mark.regression
+def test_rows_of_a_local_grid_written_in_a_for_loop():
+    def f(x):
+        grid = np.zeros((2, 2))
+        for row in grid:
+            row[0] = x
+        return grid[1, 0] * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+@pytest.mark.regression
+def test_rows_of_a_local_list_of_lists_written_in_a_for_loop():
+    def f(x):
+        rows = [[0.0, 0.0] for _ in range(2)]
+        for r in rows:
+            r[0] = x
+        return rows[1][0] * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+def _reshape_write(a, x):
+    np.reshape(a, (len(a) // 2, 2))[0, 1] = x
+
+
+def _asarray_write(a, x):
+    v = np.asarray(a)
+    v[1] = x
+
+
+def _ravel_add(a, x):
+    v = np.ravel(a)
+    v += x
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("write", [_reshape_write, _asarray_write, _ravel_add])
+def test_write_through_a_numpy_view_function_of_a_local_buffer(write):
+    def f(x):
+        a = np.zeros(4)
+        write(a, x)
+        return a[1] * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+def _tail(a):
+    return a[1:]
+
+
+@pytest.mark.regression
+def test_write_through_a_view_made_by_a_helper_function():
+    def f(x):
+        a = np.zeros(3)
+        v = _tail(a)
+        v[0] = x
+        return a[1] * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+@pytest.mark.regression
+def test_write_through_a_list_literal_holding_a_local_array():
+    def f(x):
+        a = np.zeros(3)
+        lst = [a]
+        lst[0][2] = x
+        return a[2] * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+@pytest.mark.regression
+def test_store_through_a_list_literal_holding_a_local_object():
+    def f(x):
+        o = Holder(0.0)
+        lst = [o]
+        lst[0].w = x
+        return o.w * 3.0
+    assert bytegrad.gradient(f, 0.7) == (3.0,)
+
+
+# -- iteration over a container the loop body changes ----------------------------------
+
+@pytest.mark.regression
+def test_for_loop_over_a_list_written_ahead_of_the_loop():
+    def f(xs, x):
+        s = 0.0
+        for v in xs:
+            xs[-1] = x          # the loop reads x, not the old xs[-1], on its second step
+            s = s + v
+        return s
+    check_stateful(f, [1.0, 2.0], 0.7)  # expected ([1, 0], 1); bytegrad ([1.0, 1.0], None)
+
+
+@pytest.mark.regression
+def test_iterator_made_before_a_write():
+    def f(xs, x):
+        it = iter(xs)
+        xs[1] = x
+        return next(it) + next(it)
+    check_stateful(f, [1.0, 2.0], 0.7)  # expected ([1, 0], 1); bytegrad ([1.0, 1.0], None)
+
+
+@pytest.mark.regression
+def test_for_loop_over_an_array_written_ahead():
+    def f(a, x):
+        i = 0
+        for v in a:
+            if i + 1 < len(a):
+                a[i + 1] = a[i + 1] * x + v
+            i += 1
+        return np.sum(a)
+    check_stateful(f, np.array([1.0, 2.0, 3.0]), 0.7)  # bytegrad da[0] 2.0, expected 3.0
+
+
+@pytest.mark.regression
+def test_for_loop_over_a_growing_local_list():
+    def f(x):
+        xs = [x]
+        for v in xs:
+            if len(xs) < 3:
+                xs.append(v * x)
+        return xs[-1]
+    assert np.isclose(bytegrad.gradient(f, 0.7)[0], 3 * 0.7 ** 2)  # IndexError
+
+
+@pytest.mark.regression
+def test_loops_over_eager_iterators_of_a_container_changed_ahead_are_refused():
+    """zip, enumerate, items and values take their items when the loop begins: a loop
+    that changes items it has not reached yet is refused (plain Python would see the
+    new items), rather than computing with the old ones."""
+    def over_enumerate(xs, x):
+        for i, v in enumerate(xs):
+            xs[-1] = x
+        return v
+
+    def over_zip(a, x):
+        s = 0.0
+        for u, v in zip(a, a):
+            a[-1] = x
+            s = s + u * v
+        return s
+
+    def over_items(d, x):
+        s = 0.0
+        for k, v in d.items():
+            d["b"] = x
+            s = s + v
+        return s
+
+    def growing(xs, x):
+        for i, v in enumerate(xs):
+            if i == 0:
+                xs.append(x)
+        return v
+    for f, arg in ((over_enumerate, [1.0, 2.0]), (over_zip, np.array([1.0, 2.0])),
+                   (over_items, {"a": 1.0, "b": 2.0}), (growing, [1.0, 2.0])):
+        with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: this loop changes"):
+            bytegrad.gradient(f, arg, 0.7)
+
+
+@pytest.mark.regression
+def test_loops_over_eager_iterators_may_change_what_they_have_passed():
+    def scale(xs, a, d, x):
+        for i, v in enumerate(xs):
+            xs[i] = v * x
+        for u, w in zip(a, xs):
+            a[0] = a[0] + u * w
+        for k, v in d.items():
+            d[k] = v * x
+        return sum(xs) + a.sum() + d["a"] * d["b"]
+    check_stateful(scale, [1.0, 2.0], np.array([0.5, -1.0]), {"a": 1.0, "b": 2.0}, 0.7)
+
+
+# -- objects -------------------------------------------------------------------------
+
+class SlottedPair:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+@pytest.mark.regression
+def test_slots_object_argument_keeps_the_gradient_of_an_unwritten_field():
+    def f(s, x):
+        s.a = x
+        return s.b * 2.0
+    gs, gx = bytegrad.gradient(f, SlottedPair(1.5, 2.0), 0.7)
+    assert gs == {"b": 2.0}
+
+
+@pytest.mark.regression
+def test_slots_object_argument_left_as_the_plain_call_leaves_it():
+    def f(s, x):
+        s.a = s.a * x
+        return s.a + s.b
+    s = SlottedPair(1.5, 2.0)
+    bytegrad.gradient(f, s, 0.7)
+    assert s.a == 1.5 * 0.7                 # bytegrad restores 1.5 (seal/reapply use vars())
+
+
+@pytest.mark.regression
+def test_write_into_an_instance_dict():
+    def f(o, x):
+        o.__dict__["w"] = x * o.w
+        return o.w ** 2
+    check_stateful(f, Holder(2.0), 0.7)     # bytegrad do.w 2.8 (and a '__dict__' key), expected 1.96
+
+
+@pytest.mark.regression
+def test_cached_property():
+    class C:
+        def __init__(self, w):
+            self.w = w
+
+        @functools.cached_property
+        def sq(self):
+            return self.w ** 2
+
+    def f(c, x):
+        return c.sq * x + c.sq
+    gc, gx = bytegrad.gradient(f, C(1.5), 0.7)
+    assert np.isclose(gc.get("w", 0.0), 2 * 1.5 * 1.7)
+
+
+class Delegating:
+    def __init__(self, d):
+        self._d = d
+
+    def __getattr__(self, k):
+        try:
+            return self.__dict__["_d"][k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+class Forwarding:
+    def __init__(self, d):
+        self._d = d
+
+    def __getattr__(self, k):
+        if k.startswith("__"):  # copy.deepcopy asks for __deepcopy__
+            raise AttributeError(k)
+        return self.__dict__["_d"][k]
+
+
+@pytest.mark.regression
+def test_getattr_delegation():
+    check_stateful(lambda g, x: g.w ** 2 * x, Forwarding({"w": 1.5}), 0.7)
+    # a __getattr__ with try/except cannot be transformed: a clear error, not a made-up field
+    with pytest.raises(bytegrad.UnsupportedError, match="try/except"):
+        bytegrad.gradient(lambda g, x: g.w ** 2 * x, Delegating({"w": 1.5}), 0.7)
+
+
+# -- module globals and class attributes -------------------------------------------
+
+_G_LIST: list = []
+_G_ARRAY = np.zeros(2)
+
+
+@pytest.mark.regression
+def test_global_list_mutated_and_read():
+    def f(x):
+        _G_LIST.append(x)
+        return _G_LIST[-1] * 3.0
+    try:
+        assert bytegrad.gradient(f, 0.7) == (3.0,)
+    finally:
+        _G_LIST.clear()
+
+
+@pytest.mark.regression
+def test_global_array_written_and_read():
+    def f(x):
+        _G_ARRAY[0] = x
+        return np.sum(_G_ARRAY) * 3.0
+    try:
+        assert bytegrad.gradient(f, 0.7) == (3.0,)
+    finally:
+        _G_ARRAY[:] = 0.0
+
+
+class _Config:
+    flag = False
+    count = 0
+
+
+@pytest.mark.regression
+def test_class_attribute_store():
+    def f(x):
+        _Config.flag = True          # no differentiable value involved at all
+        _Config.count += 1
+        return x * 2.0
+    try:
+        assert bytegrad.gradient(f, 0.7) == (2.0,)
+    finally:
+        _Config.flag, _Config.count = False, 0
+
+class _ParamsModel:
+    def __init__(self, w):
+        self.params = {"w": w}
+
+    def __call__(self, x):
+        return self.params["w"] * x
+
+
+@pytest.mark.regression
+def test_callable_object_argument_changed_in_place():
+    def f(m, x):
+        y = m(x)
+        m.params["w"] = m.params["w"] * 2.0  # an in-place update of a model passed in
+        return y + m(x)
+    check_stateful(f, _ParamsModel(1.5), 0.7)
+
+
+@pytest.mark.regression
+def test_the_refusal_holds_after_many_loops_left_by_break():
+    """The registry of taken items forgets the oldest of more than 256 loops left by
+    break; the loop running now is still checked."""
+    def f(xs, x):
+        for _ in range(300):
+            for i, v in enumerate(xs):
+                break
+        for i, v in enumerate(xs):
+            xs[-1] = x
+        return v
+    with pytest.raises(NotImplementedError, match="zip/enumerate/items/values"):
+        bytegrad.gradient(f, [1.0, 2.0], 0.5)
