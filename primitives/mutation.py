@@ -18,7 +18,7 @@ import numpy as np
 from ..runtime.algebra import Buffer, accum
 from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
-from ..runtime.rules import effectful, rule
+from ..runtime.rules import effectful, nograd, rule
 from ..runtime.shadow import current
 from ._named import by_name
 from ._util import unbroadcast
@@ -586,6 +586,10 @@ def _store_attr(obj, name, v):
     fields = _fields(obj)
     old = fields.get(name, _MISSING) if fields is not None else getattr(obj, name, _MISSING)
     object.__setattr__(obj, name, v)
+    if type(v) in _INERT and (type(old) in _INERT or old is _MISSING):
+        # a counter (``self.nfev += 1``): no gradient reaches either value, and pullbacks
+        # hold the ints they read, so nothing needs the old one back
+        return None, nograd(3)
     sh.mark(obj)
     watch_kind(type(obj))
 
@@ -598,6 +602,9 @@ def _store_attr(obj, name, v):
             object.__setattr__(obj, name, old)
         return None, None, None, g
     return None, Effect(back)
+
+
+_INERT = frozenset({int, bool, str, type(None)})
 
 
 @rule(setattr)

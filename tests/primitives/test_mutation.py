@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bytegrad
-from checks import arr, check_pullback, check_stateful
+from checks import arr, check_grad, check_pullback, check_stateful
 
 
 def check_mutating(f, *args, rtol=1e-6, atol=1e-7):
@@ -1098,3 +1098,42 @@ def test_write_through_the_imag_view_of_a_complex_array():
         return np.sum(z.imag)
     gz, gx = bytegrad.gradient(f, np.array([1 + 2j, 3 - 1j]), 0.7)
     assert np.isclose(gx, 1.0)
+
+
+class _Counted:
+    def __init__(self, w):
+        self.w, self.nfev, self.label = w, 0, None
+
+    def fun(self, x):
+        self.nfev += 1
+        self.label = "seen"
+        return np.sum(self.w * x ** 2)
+
+
+def test_a_counter_field_is_kept_and_costs_no_shadow():
+    m = _Counted(arr(3, seed=1))
+    g = check_grad(m.fun, arr(3))
+    np.testing.assert_allclose(g[0], 2 * m.w * arr(3))
+    assert m.label == "seen"
+    calls = m.nfev
+    bytegrad.grad(m.fun)(arr(3))
+    assert m.nfev == calls + 1  # as the plain call leaves it
+
+    def only_counts(x):
+        m.nfev += 1
+        return x * 2.0
+    y, back = bytegrad.pullback(only_counts, 1.0)
+    assert back(1.0) == (2.0,) and back(1.0) == (2.0,)
+    assert m.nfev == calls + 2
+
+
+def test_a_counter_field_that_becomes_a_float_is_restored():
+    def f(m, x):
+        m.nfev += 1
+        m.nfev = m.nfev * x  # an int field rebound to a differentiable float
+        return m.nfev * x
+    m = _Counted(1.0)
+    gm, gx = bytegrad.gradient(f, m, 2.0)
+    assert gx == pytest.approx(2.0 * 2.0 * 1)  # (nfev * x) * x: 2 * nfev * x
+    assert m.nfev == 2.0
+    check_stateful(lambda x: f(_Counted(1.0), x), 2.0)
