@@ -9,13 +9,13 @@ import types
 
 import numpy as np
 
-from . import collector, mutation, shadow
+from . import computing, mutation, shadow
 from .algebra import unwrap
 from .errors import NotScalarError
 from .forward import call_function, compiled, forward
 
 
-_PAUSED = collector.paused()
+_COMPUTING = computing.computing()
 
 
 def pullback(f, /, *args, wrt=None, **kw):
@@ -28,7 +28,7 @@ def pullback(f, /, *args, wrt=None, **kw):
     n = len(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
-    with _PAUSED, shadow.fresh() as sh:
+    with _COMPUTING, shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
             y, pb = call_function(f, args, kw, wrt=entry)
         else:
@@ -37,7 +37,7 @@ def pullback(f, /, *args, wrt=None, **kw):
         mutation.seal(sh)
 
     def back(dy):
-        with _PAUSED:
+        with _COMPUTING:
             try:
                 g = pb(dy)
             except BaseException:
@@ -163,7 +163,7 @@ def gradient(f, /, *args, **kw):
 
 
 def value_and_gradient(f, /, *args, wrt=None, **kw):
-    with _PAUSED:  # until the tape is gone, so the collector never sees it
+    with _COMPUTING:  # until the tape is gone, so the collector never sees it
         y, back = pullback(f, *args, wrt=wrt, **kw)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
             return y, (None,) * len(args)

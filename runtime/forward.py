@@ -144,13 +144,22 @@ def _entry_names(code):
 
 
 def call_function(f, args, kw, wrt=None):
+    """``forward`` of Python function ``f``; with ``wrt``, of the version where only
+    those entry arguments are active."""
+    c, params, unbind = _prepare(f, args, kw, wrt)
+    y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
+    return _pulled(y, c, tape, unbind)
+
+
+def _prepare(f, args, kw, wrt):
+    """``(compiled, entry arguments, unbind)`` for a call of Python function ``f``."""
     c = _CACHE.get(f.__code__, f.__globals__, wrt)
     if kw or not c.simple or len(args) != c.nargs:
-        params, unbind = _bind(f, args, kw)
-    else:
-        params, unbind = args, None
-    # a function per call, so that no cache entry keeps a globals dict alive
-    y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
+        return (c, *_bind(f, args, kw))
+    return c, args, None
+
+
+def _pulled(y, c, tape, unbind):
     pb = Pullback(c.adjoint, tape, unbind)
     if WATCH.all:  # something was mutated: the result may hold it
         sh = current()
@@ -177,8 +186,11 @@ def forward(f, /, *args, **kw):
     if is_nondiff(f):
         return f(*args, **kw), nograd(len(args))
     t = type(f)
-    if t is types.FunctionType:
-        return call_function(f, args, kw)
+    if t is types.FunctionType:  # call_function, inline: one frame per level of recursion
+        c, params, unbind = _prepare(f, args, kw, None)
+        # a function per call, so that no cache entry keeps a globals dict alive
+        y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
+        return _pulled(y, c, tape, unbind)
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)

@@ -1,10 +1,16 @@
-"""The cyclic collector is paused while a gradient is computed, and only then."""
+"""While a gradient is computed, and only then, the cyclic collector is paused and the
+recursion limit scaled to bytegrad's frames per level of the user's recursion."""
 import gc
+import math
+import sys
 import threading
 
 import pytest
 
 import bytegrad
+from bytegrad.runtime.computing import DepthError
+
+from checks import fd_gradient
 
 
 _freed = []
@@ -72,3 +78,30 @@ def test_threads_resume_the_collector_when_the_last_one_ends():
     for t in ts:
         t.join()
     assert gc.isenabled()
+
+
+def _nest(x, n):
+    return x if n == 0 else math.sin(_nest(x, n - 1)) * 0.5 + x
+
+
+@pytest.fixture
+def default_limit():
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # Python's default (the suite's conftest raises it)
+    yield 1000
+    sys.setrecursionlimit(before)
+
+
+def test_a_recursion_the_plain_call_can_run_differentiates(default_limit):
+    g = bytegrad.grad(_nest)(0.3, 600)
+    assert g == pytest.approx(fd_gradient(_nest, [0.3, 600], 0), rel=1e-6)
+    assert sys.getrecursionlimit() == default_limit
+
+
+def test_a_recursion_too_deep_says_where_and_what_to_do(default_limit):
+    with pytest.raises(DepthError, match=r"test_computing\.py:\d+: maximum recursion depth.*"
+                                         r"sys\.setrecursionlimit"):
+        bytegrad.grad(_nest)(0.3, 1200)
+    assert sys.getrecursionlimit() == default_limit and gc.isenabled()
+    with pytest.raises(RecursionError):  # (what a user's except clause names still catches it)
+        bytegrad.grad(_nest)(0.3, 1200)

@@ -1,0 +1,92 @@
+"""What a gradient computation changes in the interpreter while it runs.
+
+**The cyclic garbage collector is paused.**  A tape is many small container objects
+(pullbacks, tuples, cells) that live only until the reverse pass has read it.  The
+collector counts each as a new object and rescans them, with every other live object
+of the process at each full collection: in a process holding 10⁶ objects (a notebook
+that imported torch and jax) that tripled a gradient's time.  Reference counting still
+frees everything that is not in a cycle; cycles the user's code makes are collected
+once the computation is over.  It is left off if it was off.
+
+**The recursion limit is scaled.**  One level of a user's recursion runs as two frames
+going forward (``forward`` and the transformed function) and three counted calls going
+back (the pullback object's call and the adjoint), so while a computation runs the limit
+is `FRAMES` times the user's: a recursion reaches the depth the plain call reaches.  A
+recursion that still goes too deep raises `DepthError` (a ``RecursionError``) naming
+the user's line and the fix.
+
+Threads share both settings, so they are restored when the last computation in any
+thread ends.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+
+FRAMES = 3
+_MARGIN = 100  # frames of the API and the rules around the user's code
+
+_lock = threading.Lock()
+_depth = 0
+_resume = False
+_limits = None  # (the user's limit, the scaled one)
+
+
+class DepthError(RecursionError):
+    """A recursion too deep to differentiate under the current recursion limit."""
+
+
+class computing:
+    """``with computing():`` runs a gradient computation (re-entrant)."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        global _depth, _resume, _limits
+        with _lock:
+            if _depth == 0:
+                _resume = gc.isenabled()
+                gc.disable()
+                user = sys.getrecursionlimit()
+                _limits = (user, user * FRAMES + _MARGIN)
+                sys.setrecursionlimit(_limits[1])
+            _depth += 1
+
+    def __exit__(self, kind, e, tb):
+        global _depth
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                if _resume:
+                    gc.enable()
+                if sys.getrecursionlimit() == _limits[1]:  # (unless the user's code set it)
+                    sys.setrecursionlimit(_limits[0])
+        if kind is RecursionError and _depth == 0:
+            raise _too_deep(tb) from e
+
+
+def _too_deep(tb):
+    file, line = _user_line(tb)
+    return DepthError(
+        f"{file}:{line}: maximum recursion depth exceeded while differentiating (the "
+        f"recursion limit is {_limits[0]}, and bytegrad runs up to {FRAMES} frames per level "
+        f"of your recursion, so it raised the limit to {_limits[1]} while it ran); raise it "
+        f"before calling bytegrad, with sys.setrecursionlimit(n) where n is what the plain "
+        f"call needs, or write the recursion as a loop")
+
+
+_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep, \
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "primitives") + os.sep
+
+
+def _user_line(tb):
+    """``(file, line)`` of the innermost frame of ``tb`` outside bytegrad's runtime."""
+    where = ("<unknown>", 0)
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_OURS) and tb.tb_lineno is not None:
+            where = (code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return where
