@@ -401,7 +401,7 @@ def _reverse(xs):
     return _reorder(xs, range(len(xs) - 1, -1, -1))
 
 
-@rule(list.sort)
+@rule(list.sort, keywords=("key",))  # (a key only orders: it gets no gradient)
 def _sort(xs, *, key=None, reverse=False):
     k = (lambda i: xs[i]) if key is None else (lambda i: key(xs[i]))
     return _reorder(xs, sorted(range(len(xs)), key=k, reverse=reverse))
