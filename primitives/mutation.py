@@ -227,10 +227,14 @@ def _put(a, ind, v, mode="raise"):
     return _put_into(a, ind, v, mode, "v")
 
 
-@rule(np.ndarray.put, note=_PUT)
 @by_name("ndarray.put")
 def _ndarray_put(self, indices, values, mode="raise"):  # the method's own parameter names
     return _put_into(self, indices, values, mode, "values")
+
+
+# NumPy takes a.put(indices=, values=) though the method's signature says they are
+# positional-only: keywords are bound to the rule's own parameters
+rule(np.ndarray.put, note=_PUT, like=_ndarray_put)(_ndarray_put)
 
 
 @rule(np.place, note="vals repeated as needed, as in NumPy")

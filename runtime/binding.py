@@ -50,7 +50,7 @@ def bind(f, r, args, kw):
     index, defaults = plan
     n, moved = len(args), {}
     for k in kw:
-        i = index.get(r.aliases.get(k, k))
+        i = index.get(k, index.get(r.aliases.get(k)))
         if i is not None and i >= n and i not in moved.values():
             moved[k] = i
     if not moved:
