@@ -1,10 +1,10 @@
 """Rules written against a function's parameter names.
 
 NumPy functions take differentiable values by keyword as often as by position
-(``np.nan_to_num(x, nan=v)``, ``np.interp(x, xp, fp, left=a)``), and the adjoint
-reads a keyword argument's gradient from a trailing dict (`algebra.kwgrad`).  A
-rule made with `by_name` names its gradients and leaves their layout to this module,
-so a value passed either way gets its gradient.
+(``np.nan_to_num(x, nan=v)``, ``np.interp(x, xp, fp, left=a)``); `forward`
+binds such keywords to their positions before it calls a rule (`runtime.binding`).  A
+rule made with `by_name` is written against the parameter names and names its
+gradients; this module lays them out by position.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ def by_name(label):
     ``label`` names (``"np.interp"``).  ``body(*args, **kw)`` returns ``(y, back)``, where
     ``back(dy)`` returns a dict from parameter names to zero-argument callables giving
     their gradients (as `Lazy`'s entries; a missing name has none).  The rule returns
-    them as the call passed the arguments: positional ones in their slots, keyword ones
-    in the trailing dict.  An unknown keyword raises TypeError naming it and ``label``.
+    them in their positional slots.  An unknown keyword raises TypeError naming it and ``label``.
     An `Effect` pullback stays one (it runs without an output gradient)."""
     def make(body):
         sig = inspect.signature(body)
@@ -38,15 +37,7 @@ def by_name(label):
                     raise TypeError(f"{label}(): {bad}") from None
                 raise
             given = names[:len(args)]
-
-            def laid_out(dy):
-                thunks = back(dy)
-                pos = [thunks.get(n) for n in given]
-                if not kw:
-                    return Lazy(None, *pos)
-                named = {k: thunks[k] for k in kw if thunks.get(k) is not None}
-                return Lazy(None, *pos, (lambda: {k: t() for k, t in named.items()}) if named else None)
-            return y, wrapping(back, laid_out)
-        r.__doc__ = body.__doc__
+            return y, wrapping(back, lambda dy: Lazy(None, *map(back(dy).get, given)))
+        r.__doc__, r.__signature__ = body.__doc__, sig
         return r
     return make

@@ -213,7 +213,8 @@ def _arange(*args, **kw):
     y = np.arange(*args, **kw)
     if y.dtype.kind not in _FLOAT or len(args) < 2:
         return y, nograd(len(args))
-    start = args[0]
+    # arange(stop, step=s) is bound as arange(stop, None, s): then the first is the stop
+    start = args[0] if args[1] is not None else None
 
     def back(d):
         d = np.asarray(d)

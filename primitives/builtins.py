@@ -48,7 +48,7 @@ def _item_grad(x, d):
 def _extremum(f, better):
     """The rule of ``min`` or ``max``: ``better(a, b)`` is the comparison by which
     Python replaces its current choice ``b`` with ``a``."""
-    @rule(f)
+    @rule(f, keywords=("key", "default"))  # (a key only chooses: it gets no gradient)
     def _(*args, key=None, default=_NONE):
         kw = {} if default is _NONE else {"default": default}
         if len(args) == 1:

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..runtime.rules import NONDIFF, NOTES, RULES
+from ..runtime.rules import RULES
 
 _NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.random", np.random))
 
@@ -40,15 +40,15 @@ def _numpy_entries(callables, names):
 def render() -> str:
     import bytegrad  # noqa: F401  (registers every rule)
     names = _public_names()
-    rules = _numpy_entries(RULES, names)
-    plain = _numpy_entries(NONDIFF, names)
+    rules = _numpy_entries((f for f, r in RULES.items() if r.fn is not None), names)
+    plain = _numpy_entries((f for f, r in RULES.items() if r.nondiff), names)
     lines = ["# NumPy coverage", "",
              "Generated from the rule registry by `python -m bytegrad.primitives.coverage`;",
              "a test keeps it in step with the code.", "",
              f"## Differentiated ({len(rules)})", "",
              "| function | conditions |", "|---|---|"]
     for name in sorted(rules, key=str.lower):
-        lines.append(f"| `{name}` | {NOTES.get(rules[name], '')} |")
+        lines.append(f"| `{name}` | {RULES[rules[name]].note or ''} |")
     lines += ["", f"## Run plainly, no gradient ({len(plain)})", "",
               ", ".join(f"`{n}`" for n in sorted(plain, key=str.lower)), "",
               "Any other NumPy function that receives a differentiable array raises "

@@ -163,7 +163,7 @@ def _filter(f, xs):
     return _result([v[i] for i in keep]), (back if isinstance(effects, _NoEffects) else Effect(back))
 
 
-@rule(sorted)
+@rule(sorted, keywords=("key",))
 def _sorted(xs, *, key=None, reverse=False):
     start = _start(xs)
     v = list(xs)
@@ -267,7 +267,7 @@ def _partial(f, *args, **kw):
 def _wrap(f, handle):
     """Make ``handle`` the rule of ``f`` for calls with an `IndexIter` argument; every
     other call goes on to ``f``'s present rule."""
-    base = RULES[f]
+    base = RULES[f].fn
 
     def r(*args, **kw):
         for a in args:
@@ -275,7 +275,7 @@ def _wrap(f, handle):
                 return handle(base, *args, **kw)
         return base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
-    rule(f)(r)
+    rule(f, override=True)(r)  # (the rule it wraps stays inside it)
 
 
 def _materialized(base, *args, **kw):

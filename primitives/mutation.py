@@ -227,10 +227,14 @@ def _put(a, ind, v, mode="raise"):
     return _put_into(a, ind, v, mode, "v")
 
 
-@rule(np.ndarray.put, note=_PUT)
 @by_name("ndarray.put")
 def _ndarray_put(self, indices, values, mode="raise"):  # the method's own parameter names
     return _put_into(self, indices, values, mode, "values")
+
+
+# NumPy takes a.put(indices=, values=) though the method's signature says they are
+# positional-only: keywords are bound to the rule's own parameters
+rule(np.ndarray.put, note=_PUT, like=_ndarray_put)(_ndarray_put)
 
 
 @rule(np.place, note="vals repeated as needed, as in NumPy")
@@ -401,7 +405,7 @@ def _reverse(xs):
     return _reorder(xs, range(len(xs) - 1, -1, -1))
 
 
-@rule(list.sort)
+@rule(list.sort, keywords=("key",))  # (a key only orders: it gets no gradient)
 def _sort(xs, *, key=None, reverse=False):
     k = (lambda i: xs[i]) if key is None else (lambda i: key(xs[i]))
     return _reorder(xs, sorted(range(len(xs)), key=k, reverse=reverse))

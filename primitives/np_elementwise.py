@@ -497,24 +497,15 @@ def _where(cond, *ab, **kw):
                              _thunk(b, lambda: ub(b, select(c, d, True))))
 
 
-_BOUND_NAMES = (("a_min", "min"), ("a_max", "max"))
-
-
-def _keyword_bound(kw, names):
-    for k in names:
-        v = kw.get(k, np._NoValue)
-        if v is not np._NoValue:
-            return v
-    return None
-
-
 def clip_rule(f):
     def r(a, *args, **kw):
         if len(args) > 2 or "out" in kw:
             _call(f, (a,), args[2:], {"out": kw["out"]} if "out" in kw else {})  # raises
+        # bounds given by keyword (also as min=, max=) were bound to these positions, with
+        # np._NoValue for one not given, which np.clip takes for None only if both are
+        args = tuple(None if b is np._NoValue else b for b in args)
         y = f(a, *args, **kw)
-        lo = args[0] if args else _keyword_bound(kw, _BOUND_NAMES[0])
-        hi = args[1] if len(args) > 1 else _keyword_bound(kw, _BOUND_NAMES[1])
+        lo, hi = (*args, None, None)[:2]
         a2, lo2, hi2 = _arr(a), _arr(lo), _arr(hi)
         n = len(args)
 
@@ -555,8 +546,8 @@ def clip_rule(f):
 
 
 for _f in (np.clip, np.ndarray.clip):
-    rule(_f, note="x gets the gradient where lo <= x <= hi (or NaN), a bound where x is "
-         "strictly beyond it; bounds given by keyword get none")(clip_rule(_f))
+    rule(_f, aliases={"min": "a_min", "max": "a_max"}, note="x gets the gradient where "
+         "lo <= x <= hi (or NaN), a bound where x is strictly beyond it")(clip_rule(_f))
 
 
 # -- nan_to_num: the gradient passes where x is finite.

@@ -146,7 +146,8 @@ def _safe_div(num, den):
 def _grads(ga, n, kw, extra=()):
     """``(None, ga, None, ...)`` for ``n`` further positional arguments; ``extra`` holds
     ``(position among them, name, gradient)`` for differentiable optional arguments,
-    which go in their positional slot or, if passed by keyword, in a trailing dict."""
+    which go in their positional slot or, if keyword-only (``mean=``; `forward` binds the
+    others to their positions), in a trailing dict."""
     if not extra:
         return (None, ga) + _NONES[n] if n < 12 else (None, ga) + (None,) * n
     out, kwd = [None, ga] + [None] * n, {}
@@ -183,7 +184,7 @@ def _filled(x, dy):
     return g
 
 
-@rule(np.sum, np.ndarray.sum, np.generic.sum)
+@rule(np.sum, np.ndarray.sum, np.generic.sum, like=np.sum)
 def _sum(a, *args, **kw):
     y = np.sum(a, *args, **kw)
     n = len(args)
@@ -212,7 +213,7 @@ def _sum(a, *args, **kw):
     return y, back
 
 
-@rule(np.mean, np.ndarray.mean, np.generic.mean)
+@rule(np.mean, np.ndarray.mean, np.generic.mean, like=np.mean)
 def _mean(a, *args, **kw):
     y = np.mean(a, *args, **kw)
     x = _float(a)
@@ -293,8 +294,8 @@ def _moment(f, root):
     return moment_rule
 
 
-rule(np.var, np.ndarray.var, np.generic.var)(_moment(np.var, False))
-rule(np.std, np.ndarray.std, np.generic.std, note="zero gradient where the standard "
+rule(np.var, np.ndarray.var, np.generic.var, like=np.var, keywords=("mean",))(_moment(np.var, False))
+rule(np.std, np.ndarray.std, np.generic.std, like=np.std, keywords=("mean",), note="zero gradient where the standard "
      "deviation is 0")(_moment(np.std, True))
 
 
@@ -356,8 +357,8 @@ def _extremum(f):
 
 
 _TIES = "the gradient is split equally among tied extrema (a NaN result goes to the NaNs)"
-rule(np.max, np.amax, np.ndarray.max, np.generic.max, note=_TIES)(_extremum(np.max))
-rule(np.min, np.amin, np.ndarray.min, np.generic.min, note=_TIES)(_extremum(np.min))
+rule(np.max, np.amax, np.ndarray.max, np.generic.max, like=np.max, note=_TIES)(_extremum(np.max))
+rule(np.min, np.amin, np.ndarray.min, np.generic.min, like=np.min, note=_TIES)(_extremum(np.min))
 
 
 @rule(np.ptp, note="max minus min, each split equally among its ties (so 0 where all tie)")
@@ -397,7 +398,7 @@ def _others(xt):
     return left
 
 
-@rule(np.prod, np.ndarray.prod, np.generic.prod,
+@rule(np.prod, np.ndarray.prod, np.generic.prod, like=np.prod,
       note="exact with zeros: products of the other entries, no division")
 def _prod(a, *args, **kw):
     y = np.prod(a, *args, **kw)

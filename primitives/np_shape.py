@@ -207,7 +207,7 @@ def _inverse_axes(axes, n):
     return inv
 
 
-@rule(np.transpose)
+@rule(*dict.fromkeys((np.transpose, getattr(np, "permute_dims", np.transpose))))  # one in NumPy 2
 def _transpose(a, *args, **kw):
     y = np.transpose(a, *args, **kw)
     inv = _inverse_axes(_arg(args, kw, 0, "axes", None), y.ndim)
@@ -222,13 +222,6 @@ def _transpose_method(x, *args):
         axes = (axes,)
     inv = _inverse_axes(axes if axes != () else None, y.ndim)
     return y, _pb1(x, 1 + len(args), lambda d: d.transpose(inv))
-
-
-@rule(np.permute_dims)
-def _permute_dims(a, *args, **kw):
-    y = np.permute_dims(a, *args, **kw)
-    inv = _inverse_axes(_arg(args, kw, 0, "axes", None), y.ndim)
-    return y, _pb1(a, 1 + len(args), lambda d: d.transpose(inv))
 
 
 @rule(np.matrix_transpose)
@@ -529,17 +522,18 @@ def _rot90(m, k=1, axes=(0, 1)):
 _COPYING = frozenset({"edge", "wrap", "reflect", "symmetric"})
 
 
-@rule(np.pad, note="modes constant (constant_values get no gradient), empty, edge, wrap, reflect "
-                   "and symmetric (reflect_type='even'); other modes raise")
-def _pad(array, pad_width, mode="constant", **kw):
-    y = np.pad(array, pad_width, mode, **kw)
+@rule(np.pad, keywords=("constant_values",), note="modes constant, empty, edge, wrap, reflect and "
+     "symmetric (reflect_type='even'); other modes raise")
+def _pad(array, pad_width, *mode, **kw):
+    y = np.pad(array, pad_width, *mode, **kw)
+    if "constant_values" in kw and mode in ((), ("constant",)):
+        return y, _pad_constant(array, pad_width, kw["constant_values"], 2 + len(mode))
+    mode = mode[0] if mode else "constant"
     if not differentiable_input(array):
         return y, nograd(3)
     shape = np.shape(array)
     if mode in ("constant", "empty"):
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
-        inner = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, shape))
-        return y, _pb1(array, 3, lambda d: d[inner])
+        return y, _pb1(array, 3, lambda d: d[_inner(shape, pad_width)])
     if not isinstance(mode, str) or mode not in _COPYING or kw.get("reflect_type", "even") != "even":
         raise NotImplementedError(
             f"bytegrad: np.pad's gradient is implemented for the modes constant, empty, edge, "
@@ -555,3 +549,31 @@ def _pad(array, pad_width, mode="constant", **kw):
             g = np.bincount(source, d, size)
         return g.reshape(shape)
     return y, _pb1(array, 3, back)
+
+
+def _inner(shape, pad_width):
+    """The slices of a padded array that hold the original one."""
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
+    return tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, shape))
+
+
+def _pad_constant(array, pad_width, values, nargs):
+    """The pullback of ``np.pad(array, pad_width, constant_values=values)``: the array gets
+    the gradient of its copy, each value the sum over the region it filled (``nargs``
+    positional arguments).  NumPy pads
+    axis by axis, so a corner belongs to the last axis padded there; padding a grid of
+    labels, one per (axis, side), finds each value's region."""
+    shape = np.shape(array)
+    labels = np.arange(2 * len(shape)).reshape(len(shape), 2) + 1
+    region = np.pad(np.zeros(shape, np.intp), pad_width, constant_values=labels)
+    inner = _inner(shape, pad_width)
+
+    def back(d):
+        d = np.asarray(d)
+        ga = grad_for(array, d[inner]) if differentiable_input(array) else None
+        gv = None
+        if differentiable_input(values):
+            sums = np.array([d[region == k].sum() for k in labels.ravel()]).reshape(labels.shape)
+            gv = grad_for(values, _sum_to(sums, np.shape(values)))
+        return (None, ga) + (None,) * (nargs - 1) + ({"constant_values": gv},)
+    return back

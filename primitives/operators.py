@@ -88,7 +88,7 @@ def _add(a, b):
     return y, _sum_back(a, b, 1, y)
 
 
-@rule(op.sub, op.isub)
+@rule(op.sub)
 def _sub(a, b):
     r = _real(a, b)
     if r is not None:
@@ -98,7 +98,7 @@ def _sub(a, b):
     return y, _sum_back(a, b, -1, y)
 
 
-@rule(op.mul, op.imul)
+@rule(op.mul)
 def _mul(a, b):
     r = _real(a, b)
     if r is not None:
@@ -116,7 +116,7 @@ def _mul(a, b):
     return a * b, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
-@rule(op.truediv, op.itruediv)
+@rule(op.truediv)
 def _div(a, b):
     y = a / b
     r = _real(a, b)
@@ -133,7 +133,7 @@ def _div(a, b):
 nondifferentiable(op.floordiv, op.ifloordiv)  # piecewise constant: no gradient
 
 
-@rule(op.mod, op.imod)
+@rule(op.mod)
 def _mod(a, b):
     y = a % b
     if isinstance(a, str):
@@ -196,7 +196,7 @@ def pow_grads(a, b, y, d, power=None):
     return _grads(a, b, da, lambda: ub(b, d * conj(y * _log(a2))))
 
 
-@rule(op.pow, op.ipow, pow)
+@rule(op.pow, pow)
 def _pow(a, b, *mod):
     if mod:
         return pow(a, b, *mod), lambda d: (None, None, None, None)
@@ -206,7 +206,7 @@ def _pow(a, b, *mod):
     return y, lambda d: pow_grads(a, b, y, d)
 
 
-@rule(op.matmul, op.imatmul)
+@rule(op.matmul)
 def _matmul(a, b):
     def back(d):
         ga, gb = matmul_thunks(a, b, d)

@@ -43,7 +43,7 @@ class RuleError(TypeError):
     returned the wrong number of gradients."""
 
 
-def rule(*fs, note=None):
+def rule(*fs, note=None, override=False):
     """Register the decorated function as the rule of each callable in ``fs``;
     returns the rule unchanged (so it can be called or tested directly)::
 
@@ -54,30 +54,36 @@ def rule(*fs, note=None):
 
     ``back(dy)`` returns ``(d_f, d_arg1, …, d_argN)``: N+1 entries for a call with N
     positional arguments (for ``Base.method`` called as ``obj.method(x)``, N counts
-    ``self``).  A call with keywords may add one more entry, a dict of the keywords'
-    gradients.  ``note`` states conditions the rule needs (``"x > 0"``).
+    ``self``).  A keyword argument that names a positional parameter of the callable's
+    signature reaches the rule in its position (``f(x, scale=s)`` calls the rule with
+    ``(x, s)``); keyword-only ones stay keywords, and ``back`` then adds one more entry,
+    a dict of their gradients (a differentiable keyword missing from it is an error).  ``note`` states conditions the rule needs (``"x > 0"``).  A callable that
+    already has a rule (one of bytegrad's, or yours) keeps it: registering another raises
+    `DuplicateRuleError` unless ``override=True``.
     """
     if not fs:
         raise TypeError("bytegrad.rule needs the callable(s) to register for: "
                         "@bytegrad.rule(f), not @bytegrad.rule")
     for f in fs:
         _check_target(f)
+    if not override:
+        rules.refuse_duplicates(fs)
 
     def register(r):
         for f in fs:
-            rules.rule(f, note=note)(_checked(r, f))
+            rules.rule(f, note=note, override=True)(_checked(r, f))
         return r
     return register
 
 
-def defrule(f, r, note=None):
+def defrule(f, r, note=None, override=False):
     """``defrule(f, r)`` registers ``r`` as the rule of ``f``, like
     ``@rule(f)`` on ``r``; for rules made by a function or a lambda::
 
         bytegrad.defrule(scipy.special.ndtr,
                          lambda x: (ndtr(x), lambda dy: (None, dy * normal_pdf(x))))
     """
-    return rule(f, note=note)(r)
+    return rule(f, note=note, override=override)(r)
 
 
 def _check_target(f):

@@ -18,6 +18,7 @@ from ..ir.ops import WATCH
 from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
+from .binding import call_with_keywords
 from .cache import Cache
 from .errors import NoRuleError
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind
@@ -180,11 +181,14 @@ def forward(f, /, *args, **kw):
     except TypeError:  # an unhashable callable has no rule
         r = None
     if r is not None:
-        if kw and kw.get("out") is not None:
-            return mutation.with_out(r, args, kw)
-        return r(*args, **kw)
-    if is_nondiff(f):
-        return f(*args, **kw), nograd(len(args))
+        if r.fn is not None:
+            if not kw:
+                return r.fn(*args)
+            if kw.get("out") is not None:
+                return mutation.with_out(lambda *a, **k: call_with_keywords(f, r, a, k), args, kw)
+            return call_with_keywords(f, r, args, kw)
+        if r.nondiff:
+            return f(*args, **kw), nograd(len(args))
     t = type(f)
     if t is types.FunctionType:  # call_function, inline: one frame per level of recursion
         c, params, unbind = _prepare(f, args, kw, None)

@@ -8,31 +8,91 @@ gradient) except for callables marked `effectful`.  Rules are found by the calla
 """
 from __future__ import annotations
 
-RULES: dict = {}
-NOTES: dict = {}  # callable → the conditions under which its rule holds (for docs/numpy.md)
-NONDIFF: set = set()
-EFFECTFUL: set = set()
-SPARSE: set = set()
-STRUCTURED: set = set()
-CHANGING: set = set()
+
+class Rule:
+    """Everything known about one callable: its rule ``fn`` (None for a callable that is
+    only marked), the marks the transforms and the runtime ask about, the conditions
+    under which the rule holds (``note``, for docs/numpy.md), and how a call with
+    keywords is bound: ``like`` is the callable whose signature gives the parameters
+    (``np.sum`` for ``ndarray.sum``, whose extra parameters hide in ``**kwargs``),
+    ``aliases`` maps a keyword to the parameter it stands for (``np.clip``'s ``max`` is
+    ``a_max``), and ``keywords`` names the keyword-only parameters whose gradients the
+    rule gives in its trailing dict; ``returns`` is what it returns, for the analysis of
+    immutable numbers (`returns_scalars`).  Records are replaced, never changed, so a copy of
+    `RULES` restores the registry."""
+
+    __slots__ = ("fn", "nondiff", "effectful", "changes_args", "sparse", "structured", "note",
+                 "like", "aliases", "keywords", "returns", "plan")
+
+    def __init__(self, fn=None, nondiff=False, effectful=False, changes_args=False, sparse=False,
+                 structured=False, note=None, like=None, aliases=None, keywords=(), returns=None):
+        self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
+        self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
+        self.sparse, self.structured, self.note, self.like = sparse, structured, note, like
+        self.aliases, self.keywords = aliases or {}, frozenset(keywords)
+        self.plan = None  # the binding of keywords to positions, made on first use
+
+    def replaced(self, **changes):
+        fields = {k: getattr(self, k) for k in self.__slots__ if k != "plan"}
+        fields.update(changes)
+        return Rule(**fields)
+
+    def __call__(self, *args, **kw):
+        """The rule itself, with the arguments as given (`forward` binds keywords first)."""
+        return self.fn(*args, **kw)
+
+    def __repr__(self):
+        return f"<Rule {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+RULES: dict = {}  # callable → its Rule, found by the callable's identity
 CALLS: dict = {}  # a C type → a Python function calling its instances (differentiated instead)
-SCALARS: dict = {}  # callable → "scalar" | "arith" | "range" (see `scalar_kind`)
 
 
-def rule(*fs, note=None):
+class DuplicateRuleError(ValueError):
+    """A second rule for a callable that has one, without ``override=True``."""
+
+
+def _record(f, **fields):
+    r = RULES.get(f)
+    RULES[f] = Rule(**fields) if r is None else r.replaced(**fields)
+
+
+def _mark(fs, field):
+    for f in fs:
+        _record(f, **{field: True})
+
+
+def refuse_duplicates(fs):
+    """Raise `DuplicateRuleError` if a callable in ``fs`` has a rule."""
+    for f in fs:
+        old = RULES.get(f)
+        if old is not None and old.fn is not None:
+            raise DuplicateRuleError(
+                f"{getattr(f, '__qualname__', f)!s} already has the rule "
+                f"{getattr(old.fn, '__module__', '')}.{getattr(old.fn, '__qualname__', old.fn)}; "
+                f"pass override=True to replace it")
+
+
+def rule(*fs, note=None, override=False, like=None, aliases=None, keywords=()):
     """Register the decorated function as the rule of each callable in ``fs``::
 
         @rule(math.sin)
         def _(x):
             return math.sin(x), lambda dy: (None, dy * math.cos(x))
 
-    ``note`` states conditions the rule needs (``"distinct eigenvalues"``).
+    ``note`` states conditions the rule needs (``"distinct eigenvalues"``); ``like``,
+    ``aliases`` and ``keywords`` are as in `Rule`.  A callable that has a rule keeps it
+    unless ``override=True`` (which keeps its marks and, unless given anew, its note).
     """
+    if not override:
+        refuse_duplicates(fs)
+
     def register(r):
         for f in fs:
-            RULES[f] = r
-            if note:
-                NOTES[f] = note
+            old = RULES.get(f)
+            _record(f, fn=r, note=note or (old.note if old is not None else None),
+                    like=like, aliases=aliases, keywords=keywords)
         return r
     return register
 
@@ -74,7 +134,7 @@ def called_as(t, call):
 
 def nondifferentiable(*fs):
     """Mark callables whose results never carry a gradient; they run plainly."""
-    NONDIFF.update(fs)
+    _mark(fs, "nondiff")
     return fs[0] if fs else None
 
 
@@ -82,30 +142,26 @@ def effectful(*fs):
     """Mark callables whose pullbacks must run even when their result has no
     gradient, because they act through a side channel (a cell, a shadow); such
     pullbacks accept ``dy=None``."""
-    EFFECTFUL.update(fs)
+    _mark(fs, "effectful")
 
 
 def changes_arguments(*fs):
     """Mark callables that may change their arguments in place (``operator.iadd`` on an
     array) without needing to run their pullbacks when nothing reaches them: what the
     arguments were read from becomes a hazard, so its later reads are active."""
-    CHANGING.update(fs)
-
-
-def is_changing(f) -> bool:
-    return _member(f, CHANGING)
+    _mark(fs, "changes_args")
 
 
 def sparse_gradients(*fs):
     """Mark callables whose pullbacks may return a sparse (`OneHot`) gradient for an
     argument; the adjoint densifies only those arguments' gradients."""
-    SPARSE.update(fs)
+    _mark(fs, "sparse")
 
 
 def takes_structured(*fs):
     """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`)
     as it is; every other pullback gets it made dense."""
-    STRUCTURED.update(fs)
+    _mark(fs, "structured")
 
 
 def returns_scalars(kind, *fs):
@@ -114,37 +170,45 @@ def returns_scalars(kind, *fs):
     bool (``len``, ``math.sin``); ``"arith"``, one when every operand is one
     (``operator.add``); ``"range"``, a range, whose iteration yields ints."""
     for f in fs:
-        SCALARS[f] = kind
+        _record(f, returns=kind)
 
 
 def scalar_kind(f):
+    r = record_of(f)
+    return None if r is None else r.returns
+
+
+def record_of(f):
+    """The `Rule` of ``f``, or None (also for an unhashable callable)."""
     try:
-        return SCALARS.get(f)
-    except TypeError:  # unhashable callable
+        return RULES.get(f)
+    except TypeError:
         return None
 
 
-def _member(f, s) -> bool:
-    try:
-        return f in s
-    except TypeError:  # unhashable callable
-        return False
-
-
 def is_nondiff(f) -> bool:
-    return _member(f, NONDIFF)
+    r = record_of(f)
+    return r is not None and r.nondiff
 
 
 def is_effectful(f) -> bool:
-    return _member(f, EFFECTFUL)
+    r = record_of(f)
+    return r is not None and r.effectful
+
+
+def is_changing(f) -> bool:
+    r = record_of(f)
+    return r is not None and r.changes_args
 
 
 def is_sparse(f) -> bool:
-    return _member(f, SPARSE)
+    r = record_of(f)
+    return r is not None and r.sparse
 
 
 def is_structured(f) -> bool:
-    return _member(f, STRUCTURED)
+    r = record_of(f)
+    return r is not None and r.structured
 
 
 _NOGRAD = {}
@@ -160,8 +224,6 @@ def nograd(n: int):
 
 
 def rule_for(f):
-    """The rule of ``f``, or None."""
-    try:
-        return RULES.get(f)
-    except TypeError:
-        return None
+    """The rule function of ``f``, or None."""
+    r = record_of(f)
+    return None if r is None else r.fn

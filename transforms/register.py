@@ -62,7 +62,8 @@ def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) ->
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            r = None if isinstance(st.fn, (Var, Global)) else rule_for(st.fn)
+            # a call with keywords goes through forward, which binds them to positions
+            r = None if isinstance(st.fn, (Var, Global)) or st.kw else rule_for(st.fn)
             via = forward_soft if v in soft and forward_soft is not None else forward
             call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
                 Stmt(via, (st.fn,) + st.args, st.kw, st.line)
