@@ -21,7 +21,7 @@ from . import algebra, mutation
 from .binding import call_with_keywords
 from .cache import Cache
 from .errors import NoRuleError
-from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind
+from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
 
 
@@ -35,6 +35,7 @@ class _Hooks:
     effectful = staticmethod(is_effectful)
     changing = staticmethod(is_changing)
     scalar_kind = staticmethod(scalar_kind)
+    taped = staticmethod(taped_for)
     rule_for = staticmethod(rule_for)
     sparse = staticmethod(is_sparse)
     structured = staticmethod(is_structured)

@@ -22,12 +22,14 @@ class Rule:
     `RULES` restores the registry."""
 
     __slots__ = ("fn", "nondiff", "effectful", "changes_args", "sparse", "structured", "note",
-                 "like", "aliases", "keywords", "returns", "plan")
+                 "like", "aliases", "keywords", "returns", "taped", "plan")
 
     def __init__(self, fn=None, nondiff=False, effectful=False, changes_args=False, sparse=False,
-                 structured=False, note=None, like=None, aliases=None, keywords=(), returns=None):
+                 structured=False, note=None, like=None, aliases=None, keywords=(), returns=None,
+                 taped=None):
         self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
         self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
+        self.taped = taped  # (record, back) putting values on the tape: `taped`
         self.sparse, self.structured, self.note, self.like = sparse, structured, note, like
         self.aliases, self.keywords = aliases or {}, frozenset(keywords)
         self.plan = None  # the binding of keywords to positions, made on first use
@@ -171,6 +173,19 @@ def returns_scalars(kind, *fs):
     (``operator.add``); ``"range"``, a range, whose iteration yields ints."""
     for f in fs:
         _record(f, returns=kind)
+
+
+def taped(f, record, back):
+    """Give ``f`` rules that put values on the tape, not closures (see
+    ``primitives/taped.py``): ``record(push, *args)`` in the forward code and
+    ``back(pop, d)`` in the adjoint, for calls of ``f`` with positional arguments."""
+    _record(f, taped=(record, back))
+
+
+def taped_for(f):
+    """``(record, back)`` of ``f``, or None."""
+    r = record_of(f)
+    return None if r is None else r.taped
 
 
 def scalar_kind(f):

@@ -39,7 +39,7 @@ import operator
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
 from ..ir.cfg import flow
 from ..ir.simplify import simplify
-from .register import recorded
+from .register import recorded, taped_call
 from .returns import incoming, return_block
 
 
@@ -47,7 +47,7 @@ class _Adjoint:
     def __init__(self, ir, active, hooks):
         self.ir, self.active = ir, active
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
-        self.effectful = hooks.effectful
+        self.effectful, self.taped = hooks.effectful, hooks.taped
         self.runs_without_gradient = hooks.runs_without_gradient
         self.structured = hooks.structured
         self.sparse = may_be_sparse(ir, hooks.sparse)
@@ -80,8 +80,16 @@ class _Adjoint:
             self.emit(self.accum, s, g, dest=s, line=line)
 
     def statement(self, b, v, st):
-        """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``"""
+        """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``, or
+        for a statement whose values are on the tape, ``d = back(pop, @gv); @gv = None;
+        @gx += d[i]…`` (``back`` pops them and tests for a gradient itself)."""
         line, gv = st.line, self.slots[v]
+        pair = taped_call(st, self.taped)
+        if pair is not None:
+            d = self.emit(pair[1], self.pop, self.dense(v, st, gv, line), line=line)
+            self.emit(ops.identity, None, dest=gv, line=line)
+            self.gradients(b, st, d, line)
+            return
         pb = self.emit(self.pop, line=line)
         after, call = self.adj.block(), self.adj.block()
         const = not isinstance(st.fn, (Var, Global))
@@ -97,18 +105,27 @@ class _Adjoint:
             self.adj.branch(self.cur, Branch("br", after, cond=needs))
         self.adj.branch(self.cur, Branch("br", call))
         self.cur = call
-        dense = v in self.sparse and not (const and self.structured(st.fn))
-        u = self.emit(self.unwrap, gv, line=line) if dense else gv
-        d = self.emit(pb, u, line=line)
+        d = self.emit(pb, self.dense(v, st, gv, line), line=line)
         self.emit(ops.identity, None, dest=gv, line=line)
+        self.gradients(b, st, d, line)
+        self.adj.branch(self.cur, Branch("br", after))
+        self.cur = after
+
+    def dense(self, v, st, gv, line):
+        """The gradient in slot ``gv`` as ``st``'s pullback takes it."""
+        const = not isinstance(st.fn, (Var, Global))
+        if v in self.sparse and not (const and self.structured(st.fn)):
+            return self.emit(self.unwrap, gv, line=line)
+        return gv
+
+    def gradients(self, b, st, d, line):
+        """Add the pullback result ``d`` into the slots of ``st``'s operands."""
         for i, x in enumerate((st.fn,) + st.args):
             if self.slot(x) is not None:
                 self.add_into(x, self.emit(operator.getitem, d, i, line=line), line, b)
         for k, x in st.kw.items():
             if self.slot(x) is not None:
                 self.add_into(x, self.emit(self.kwgrad, d, len(st.args) + 1, k, line=line), line, b)
-        self.adj.branch(self.cur, Branch("br", after))
-        self.cur = after
 
     def transfer(self, b, p, br):
         """Move the gradients of block ``b``'s arguments to what edge ``br`` passed."""

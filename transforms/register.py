@@ -30,12 +30,23 @@ def recorded(ir, b) -> bool:
     return len(incoming(ir, b)) > 1
 
 
-def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) -> IR:
+def taped_call(st, taped):
+    """``(record, back)`` when statement ``st`` puts values on the tape (a constant
+    callee with such rules, called with positional arguments), else None."""
+    if isinstance(st.fn, (Var, Global)) or st.kw:
+        return None
+    return taped(st.fn)
+
+
+def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None,
+             taped=lambda f: None) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
     A constant callee with a rule (``rule_for(f)`` is not None) is called
-    through its rule directly, saving the dispatch in ``forward``.  A statement
-    active only through hazards (in ``active.soft``) goes through ``forward_soft``.
+    through its rule directly, saving the dispatch in ``forward``; one with rules
+    that put values on the tape (``taped(f)`` is ``(record, back)``) becomes
+    ``record(push, args…)``, which pushes them itself.  A statement active only
+    through hazards (in ``active.soft``) goes through ``forward_soft``.
     """
     soft = getattr(active, "soft", ())
     m = ir.meta
@@ -61,6 +72,10 @@ def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) ->
             st = st.map(look)
             if v not in active:
                 env[v] = fwd.push(b, st)
+                continue
+            pair = taped_call(st, taped)
+            if pair is not None:
+                env[v] = fwd.push(b, Stmt(pair[0], (push,) + st.args, None, st.line))
                 continue
             # a call with keywords goes through forward, which binds them to positions
             r = None if isinstance(st.fn, (Var, Global)) or st.kw else rule_for(st.fn)

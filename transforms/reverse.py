@@ -33,7 +33,7 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     runtime): ``forward``, ``forward_soft``, ``rule_for``, ``accum``, ``unwrap``, ``kwgrad``,
     ``changeable`` (whether a global's value may be changed in place), ``changing`` (the
     callee may change its arguments in place), ``scalar_kind`` (whether the callee
-    returns immutable numbers), and the predicates
+    returns immutable numbers), ``taped`` (the callee's rules that put values on the tape), and the predicates
     ``nondiff`` (the callee's result carries no gradient), ``effectful`` (its
     pullback must always run) and ``sparse`` (its pullback may return a one-hot
     gradient for its first argument).  Globals are resolved in ``globals_`` to decide
@@ -45,7 +45,8 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful, wrt,
                       lambda g: hooks.changeable(resolve(g, globals_)), hooks.changing,
                       lambda f: hooks.scalar_kind(resolve(f, globals_)))
-    fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for, hooks.forward_soft))
+    fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for, hooks.forward_soft,
+                            hooks.taped))
     adj = adjoint(primal, active, hooks)
     return Stages(lifted, primal, fwd, adj)
 

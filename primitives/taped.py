@@ -1,0 +1,187 @@
+"""Rules that put values on the tape, not closures: arithmetic on real scalars, ``math``
+functions of floats, and reads of one element of an array.
+
+Scalar loops are made of these, one closure and its cells per operation otherwise.
+Each rule here is a pair.  ``record(push, *args)`` runs in the forward code in place of
+the call: for real scalars it pushes what the derivative needs (the operands, or a small
+int saying which are floats) and returns the result; for anything else it calls the
+operation's ordinary rule and pushes its pullback (through ``ops.watch``, as the register
+pass would).  ``back(pop, d)`` runs in the adjoint: it pops what ``record`` pushed,
+telling the two apart by the type of the last entry (a number, never a pullback), and
+returns the gradients laid out as a pullback's: ``(d_callee, d_arg1, …)``.  A gradient
+of an int operand is None, as everywhere.  With ``d`` None it still pops its entries.
+
+    %5 = operator.mul(%2, %3)   →   forward:  %5 = taped.mul_record(%4, %2, %3)
+                                    adjoint:  %9 = taped.mul_back(%1, @g5)
+
+(``%4`` is the tape's ``append``, ``%1`` the adjoint's ``pop``.)
+"""
+from __future__ import annotations
+
+import math
+import operator as op
+
+import numpy as np
+
+from ..ir.ops import watch
+from ..runtime.algebra import OneHot
+from ..runtime.mutation import runs_without_gradient
+from ..runtime.rules import RULES, taped
+from ..ir.ops import WATCH
+from .math import _UNARY
+
+_F64 = np.float64
+_NONES = (None,) * 4
+
+
+def _slow(push, f, *args):
+    """The call through ``f``'s ordinary rule, its pullback on the tape."""
+    y, pb = RULES[f].fn(*args)
+    push(watch(pb, y, f, *args))
+    return y
+
+
+def _slow_back(pb, d):
+    if d is None and not runs_without_gradient(pb):
+        return _NONES
+    return pb(d)
+
+
+def _kinds(a, b):
+    """For real scalars ``a``, ``b``: 1 if ``a`` is a float, plus 2 if ``b`` is (so
+    0–3); None if either is something else."""
+    ta, tb = type(a), type(b)
+    fa = ta is float or ta is _F64
+    fb = tb is float or tb is _F64
+    if (fa or ta is int) and (fb or tb is int):
+        return fa + 2 * fb
+    return None
+
+
+def _signed(f, sign):
+    """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds."""
+    def record(push, a, b):
+        k = _kinds(a, b)
+        if k is None:
+            return _slow(push, f, a, b)
+        push(k)
+        return a + b if sign > 0 else a - b
+
+    def back(pop, d):
+        k = pop()
+        if type(k) is not int:
+            return _slow_back(k, d)
+        if d is None:
+            return _NONES
+        return None, d if k & 1 else None, (d if sign > 0 else -d) if k & 2 else None
+    return record, back
+
+
+def _operands(f, grads):
+    """``a * b``-like: the derivatives need the operands; ``grads(a, b, d)`` gives
+    ``(da, db)`` for floats."""
+    def record(push, a, b):
+        if _kinds(a, b) is None:
+            return _slow(push, f, a, b)
+        push(a)
+        push(b)
+        return f(a, b)
+
+    def back(pop, d):
+        b = pop()
+        tb = type(b)
+        if not (tb is float or tb is int or tb is _F64):
+            return _slow_back(b, d)
+        a = pop()
+        if d is None:
+            return _NONES
+        da, db = grads(a, b, d)
+        return None, None if type(a) is int else da, None if tb is int else db
+    return record, back
+
+
+def _power(f):
+    """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
+    def record(push, a, n):
+        ta = type(a)
+        if (ta is float or ta is _F64) and type(n) is int:
+            push(a)
+            push(n)
+            return a ** n
+        return _slow(push, f, a, n)
+
+    def back(pop, d):
+        n = pop()
+        if type(n) is not int:
+            return _slow_back(n, d)
+        a = pop()
+        if d is None:
+            return _NONES
+        return None, d * n * a ** (n - 1) if n else d * 0.0, None
+    return record, back
+
+
+def _unary(f, df):
+    """``f(x)`` of ``math`` for a float ``x``: pushes ``x`` and ``y``."""
+    def record(push, x):
+        t = type(x)
+        if t is float or t is _F64:
+            y = f(x)
+            push(x)
+            push(y)
+            return y
+        return _slow(push, f, x)
+
+    def back(pop, d):
+        y = pop()
+        if type(y) is not float:
+            return _slow_back(y, d)
+        x = pop()
+        if d is None:
+            return _NONES
+        return None, d * df(math, float(x), y)
+    return record, back
+
+
+def _element(f):
+    """``x[i]`` of an array ``x`` at an int ``i`` giving a scalar, while nothing has been
+    changed in place (then a read may need routing to the shadow: the rule's work)."""
+    def record(push, x, i):
+        if type(x) is np.ndarray and type(i) is int and not WATCH.all:
+            y = x[i]
+            if type(y) is _F64:
+                push(x)
+                push(i)
+                return y
+        return _slow(push, f, x, i)
+
+    def back(pop, d):
+        i = pop()
+        if type(i) is not int:
+            return _slow_back(i, d)
+        x = pop()
+        if d is None:
+            return _NONES
+        return None, OneHot(x, i, d), None
+    return record, back
+
+
+def _register(f, record, back):
+    """``f``'s taped rules, named for ``ir dump`` after it (``mul_record``, ``sin_back``)."""
+    for g, part in ((record, "record"), (back, "back")):
+        g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
+    taped(f, record, back)
+
+
+for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):
+    _register(_f, *_signed(_f, _s))
+for _f in (op.mul, op.imul):
+    _register(_f, *_operands(_f, lambda a, b, d: (d * b, a * d)))
+for _f in (op.truediv, op.itruediv):
+    _register(_f, *_operands(_f, lambda a, b, d: (d / b, -d * (a / b) / b)))
+for _f in (op.pow, op.ipow):
+    _register(_f, *_power(_f))
+_register(op.getitem, *_element(op.getitem))
+for _name, _df in _UNARY:
+    if hasattr(math, _name):
+        _register(getattr(math, _name), *_unary(getattr(math, _name), _df))
