@@ -47,24 +47,16 @@ def _slow_back(pb, d):
     return pb(d)
 
 
-def _kinds(a, b):
-    """For real scalars ``a``, ``b``: 1 if ``a`` is a float, plus 2 if ``b`` is (so
-    0–3); None if either is something else."""
-    ta, tb = type(a), type(b)
-    fa = ta is float or ta is _F64
-    fb = tb is float or tb is _F64
-    if (fa or ta is int) and (fb or tb is int):
-        return fa + 2 * fb
-    return None
+_REAL = frozenset({float, int, _F64})  # (not bool, complex, nor float32: they take the rule)
 
 
 def _signed(f, sign):
     """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds."""
     def record(push, a, b):
-        k = _kinds(a, b)
-        if k is None:
+        ta, tb = type(a), type(b)
+        if ta not in _REAL or tb not in _REAL:
             return _slow(push, f, a, b)
-        push(k)
+        push((ta is not int) + 2 * (tb is not int))  # which are floats: 0-3
         return a + b if sign > 0 else a - b
 
     def back(pop, d):
@@ -81,7 +73,7 @@ def _operands(f, grads):
     """``a * b``-like: the derivatives need the operands; ``grads(a, b, d)`` gives
     ``(da, db)`` for floats."""
     def record(push, a, b):
-        if _kinds(a, b) is None:
+        if type(a) not in _REAL or type(b) not in _REAL:
             return _slow(push, f, a, b)
         push(a)
         push(b)
@@ -90,7 +82,7 @@ def _operands(f, grads):
     def back(pop, d):
         b = pop()
         tb = type(b)
-        if not (tb is float or tb is int or tb is _F64):
+        if tb not in _REAL:
             return _slow_back(b, d)
         a = pop()
         if d is None:
