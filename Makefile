@@ -1,12 +1,13 @@
 # make run   — set up .venv and differentiate the example, printing its IR and gradient
 # make test  — set up .venv and run the test suite
-# make bench — set up .venv (with the peers) and run the benchmarks
+# make bench — set up .venv (with the peers) and run the benchmarks (targets table first)
+# make bench-targets — only the targets table of issue 9 (bytegrad alone, about a minute)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 
-.PHONY: run test bench clean
+.PHONY: run test bench bench-targets clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +32,9 @@ bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
 	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
 	$(BIN)/python -m bytegrad.bench.kernels_indexing --quick
+
+bench-targets: $(VENV)/.dev
+	$(BIN)/python -m bytegrad.bench --targets
 
 clean:
 	rm -rf $(VENV)

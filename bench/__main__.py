@@ -1,20 +1,30 @@
-"""``python -m bytegrad.bench``: gradient time / primal time for bytegrad and its peers.
+"""``python -m bytegrad.bench``: gradient time / primal time for bytegrad and its peers,
+and the targets of issue 9.
 
-Each peer (bytegrad, autograd, torch, jax) runs in a subprocess of its own
-(``bench/peer.py``), because importing one AD library can slow another (importing
-torch makes autograd about 1.5x slower); every process is pinned to one thread.  A
-subprocess times the plain primal (the NumPy/Python function) and the peer's gradient
-for each case in ``bench/cases.py`` and prints its results as JSON; this process
-collects them and writes ``bench/results/results.md`` (also printed),
-``bench/results/results.png`` and ``bench/results/results.json``.  The bytegrad
-subprocess also measures the emitted code against the original (``bench/emit_speed.py``).
-A peer that is not installed is shown as "n/a".
+Timing is as users run their code (``bench/timer.py``): the garbage collector stays on,
+the primal and the gradient are timed in interleaved rounds in one process, and a result
+is the median over the rounds with its interquartile range, never the best sample.  Every
+measuring process holds ``--ballast`` (default 10⁶) small live objects besides its own,
+as a program with its data does (a full collection then has that much to traverse).
+
+First the targets table (``bench/targets.py``, bytegrad alone, in a process of its own;
+``--targets`` runs only it, ``--no-targets`` skips it, and so do ``--cases`` and
+``--peers``).  Then each peer (bytegrad, autograd, torch, jax) runs in a subprocess of
+its own (``bench/peer.py``), because importing one AD library can slow another
+(importing torch makes autograd about 1.5x slower); every process is pinned to one
+thread.  A subprocess times the plain primal (the NumPy/Python function) and the peer's
+gradient for each case in ``bench/cases.py`` and prints its results as JSON; this
+process collects them and writes ``bench/results/results.md`` (also printed),
+``bench/results/results.png`` and ``bench/results/results.json`` (with the interpreter,
+which this process also prints first).  The bytegrad subprocess also measures the emitted
+code against the original (``bench/emit_speed.py``).  A peer that is not installed is
+shown as "n/a".
 
 jax without jit needs seconds per gradient of the loop cases and over a minute to warm up
 each (every distinct ``x[i]`` is compiled), so by default it runs them at a smaller size
 (the ratio is against the primal at that size); ``--jax-full`` runs the full size
 (several minutes).  jax with jit runs the full size, its compiles skipped when they would
-not fit in ``--budget`` (default 215 s, the time the whole run aims for).
+not fit in ``--budget`` (default 300 s, the time the whole run aims for).
 ``--peers bytegrad,torch`` runs a subset of the peers, ``--cases mlp,rk4`` a subset of the
 cases (``--no-emit`` skips the emitted-code speed).  A jit compile that takes longer than
 ``--jit-limit`` seconds (default 45) is abandoned: the ``rk4`` loop, unrolled 50 times,
@@ -25,9 +35,10 @@ and the next one faults its pages in, which costs a gradient whose large results
 caller drops (``mlp``) a good part of its time, unless the library reuses such arrays
 itself (bytegrad does: ``primitives/buffers.py``).
 
-Cases with a target (the issue's: the Rosenbrock loop within 20x of its primal, the MLP
-within 2.6x) get a verdict under the table; ``trace_AB`` is also compared with its
-hand-written gradient in a table of its own.
+Cases with a target (the Rosenbrock loop within 20x of its primal, the MLP within 2.6x,
+softmax cross-entropy within 6x) get a verdict under the table; ``trace_AB`` is also
+compared with its hand-written gradients (timed in the same rounds) in a table of its
+own.
 """
 from __future__ import annotations
 
@@ -41,7 +52,8 @@ import sys
 import time
 from pathlib import Path
 
-from .cases import CASES
+from . import targets as tgt
+from .cases import CASES, TARGET_CASES
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -49,7 +61,8 @@ PEERS = ["bytegrad", "autograd", "torch", "jax"]
 EMIT_TARGET = 1.1      # emitted code within 1.0-1.1x of the original
 WRONG = 1e-6           # relative error above which a gradient is reported as wrong
 MALLOC = {"keep": False}  # set by --malloc-keep
-PEER_TIMEOUT = 90.0    # seconds per peer subprocess, except jax (see main)
+PEER_TIMEOUT = 120.0   # seconds per peer subprocess, except jax (see main)
+TARGETS_TIMEOUT = 240.0  # seconds for bench/targets.py
 # --malloc-keep: no mmap for blocks under 32 MiB, no trimming of the heap's top under 256 MiB.
 MALLOC_KEEP = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 THREADS = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -113,6 +126,30 @@ def fmt_ratio(r) -> str:
     return f"{r:.2f}×" if r < 10 else f"{r:.1f}×" if r < 100 else f"{r:,.0f}×"
 
 
+def med(s):
+    """The median of a ``timer.stats`` record (None stays None)."""
+    return None if s is None else s["median"]
+
+
+def _num(r) -> str:
+    return f"{r:.2f}" if r < 10 else f"{r:.1f}" if r < 100 else f"{r:,.0f}"
+
+
+def fmt_ratio_iqr(s) -> str:
+    """A ratio's median and interquartile range: ``21.7× (19.9–23.2)``."""
+    return f"{fmt_ratio(s['median'])} ({_num(s['q1'])}–{_num(s['q3'])})"
+
+
+def fmt_time_iqr(s) -> str:
+    """A time's median and interquartile range, in the median's unit."""
+    if s is None:
+        return ""
+    m = s["median"]
+    unit, k = ("µs", 1e6) if m < 1e-3 else ("ms", 1e3) if m < 1 else ("s", 1.0)
+    d = 1 if unit == "µs" else 2
+    return f"{m * k:.{d}f} {unit} ({s['q1'] * k:.{d}f}–{s['q3'] * k:.{d}f})"
+
+
 class Notes:
     """Numbered footnotes for errors, wrong gradients and skips."""
 
@@ -165,7 +202,7 @@ def cell(res, rec, notes: Notes, who: str) -> str:
         return "skipped " + notes.ref(f"{who}: skipped, {rec['skipped']}")
     if "error" in rec:
         return "**error** " + notes.ref(f"{who}: {error_note(rec)}")
-    text = fmt_ratio(rec["ratio"])
+    text = fmt_ratio_iqr(rec["ratio"])
     if rec.get("size"):
         text += " " + notes.ref(f"{who}: measured at {rec['size']} (the full size takes minutes "
                                 f"without jit; `--jax-full` runs it), against the primal at "
@@ -209,7 +246,9 @@ def hand_table(results: dict, cases, notes: Notes) -> list:
         names = list(case.hand)
         out += [f"## `{case.name}`: gradient time vs hand-written", "",
                 "Each hand-written gradient is timed in the same process as the peer's "
-                "gradient; the ratio is the peer's gradient time over the hand-written one. "
+                "gradient, in the same interleaved rounds; the ratio is the median (and "
+                "interquartile range) over the rounds of the peer's gradient time over the "
+                "hand-written one's. "
                 + " ".join(f"*{chr(65 + i)}*: {n} (`{case.hand[n].__name__}` in "
                            f"`bench/cases_numpy.py`)." for i, n in enumerate(names)), "",
                 "| peer | gradient | " + " | ".join(
@@ -220,11 +259,11 @@ def hand_table(results: dict, cases, notes: Notes) -> list:
                 out.append(f"| {title} | **error** {cell(results[peer], rec, notes, f'{title}, {case.name}')} |"
                            + " |" * (2 * len(names)))
                 continue
-            row = [title, fmt_time(rec["grad"])]
+            row = [title, fmt_time_iqr(rec["grad"])]
             for n in names:
                 h = (rec.get("hand") or {}).get(n) or {}
                 if "time" in h:
-                    row += [fmt_time(h["time"]), fmt_ratio(rec["grad"] / h["time"])]
+                    row += [fmt_time_iqr(h["time"]), fmt_ratio_iqr(h["ratio"])]
                 else:
                     row += [h.get("error", "—"), ""]
             if wrong(rec):
@@ -239,35 +278,70 @@ def hand_table(results: dict, cases, notes: Notes) -> list:
             what = (f"Target (issue): the `{case.name}` gradient within {ratio:g}× of the "
                     f"hand-written one (*{chr(65 + names.index(name))}*, {name})")
             if rec and "grad" in rec and "time" in h and not wrong(rec):
-                r = rec["grad"] / h["time"]
-                out += [f"{what} — {'met' if r <= ratio else '**not met**'} ({fmt_ratio(r)}).",
-                        ""]
+                r = h["ratio"]
+                out += [f"{what} — {'met' if r['median'] <= ratio else '**not met**'} "
+                        f"({fmt_ratio_iqr(r)}).", ""]
             else:
                 out += [f"{what} — no valid bytegrad measurement.", ""]
     return out
 
 
-def markdown(results: dict, elapsed: float, cases=CASES) -> str:
+def interpreter() -> dict:
+    """The interpreter this run (and every process it starts) runs on."""
+    return {"python": sys.version.split()[0], "implementation": platform.python_implementation(),
+            "build": sys.version, "executable": sys.executable}
+
+
+def run_targets(a) -> dict | None:
+    """``bench/targets.py`` in a process of its own; its results, or None."""
+    cmd = [sys.executable, "-m", "bytegrad.bench.targets", "--out", str(a.out),
+           "--ballast", str(a.ballast)]
+    env = dict(os.environ, **THREADS)
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, timeout=TARGETS_TIMEOUT)
+        if p.returncode != 0:
+            log(f"  [targets] exit code {p.returncode}")
+            return None
+        return json.loads((a.out / "targets.json").read_text())
+    except (subprocess.TimeoutExpired, OSError, ValueError) as e:
+        log(f"  [targets] {type(e).__name__}: {e}")
+        return None
+
+
+def markdown(results: dict, elapsed: float, cases=CASES, targets=None, ballast=0,
+             ran_targets=False) -> str:
     notes = Notes()
     out = ["# bytegrad benchmarks", ""]
     versions = ", ".join(
         f"{p} {results[p]['info'].get('version')}" if available(results.get(p)) else f"{p} n/a"
         for p in PEERS if p in results)
-    py = next((r["info"]["python"] for r in results.values() if available(r)), sys.version.split()[0])
-    out += [f"{datetime.date.today().isoformat()} · Python {py} · {cpu_name()} · 1 thread "
+    it = interpreter()
+    live = [f"{r['info']['peer']} {r['info']['live_objects']:,}" for r in results.values()
+            if available(r) and "live_objects" in r["info"]]
+    out += [f"{datetime.date.today().isoformat()} · {it['implementation']} {it['python']} "
+            f"(`{it['executable']}`) · {cpu_name()} · 1 thread "
             f"(`OMP/OPENBLAS/MKL_NUM_THREADS=1`, `torch.set_num_threads(1)`) · "
             + ("glibc malloc keeps freed memory (`--malloc-keep`: "
                + ", ".join(f"`{k}={v}`" for k, v in MALLOC_KEEP.items()) + ") · "
                if MALLOC["keep"] else "default glibc malloc · ")
             + f"bytegrad at "
-            f"{git_commit()} · {versions} · each peer in its own process · whole run "
-            f"{elapsed:.0f} s", ""]
+            f"{git_commit()} · {versions} · each peer in its own process, garbage collector "
+            f"on, holding {ballast:,} small live objects on purpose besides its own (objects "
+            f"tracked: {', '.join(live) or 'n/a'}) · whole run {elapsed:.0f} s", ""]
+    if targets:
+        out.append(tgt.markdown(targets))
+    elif ran_targets:
+        out += ["## Targets (issue 9)", "", "**The targets did not run to the end** "
+                "(`python -m bytegrad.bench.targets` shows why).", ""]
 
     out += ["## Gradient time / primal time", "",
             "Lower is better. The primal is the plain Python/NumPy function, timed in the same "
-            "process as the gradient (before and after it); times are the best of up to 6 timeit "
-            "loops (`bench/timer.py`). Each gradient is checked against a closed form (for "
-            "`rk4`, a hand-written discrete adjoint).", ""]
+            "process as the gradient, in interleaved rounds (one sample of each per round, "
+            "a sample being enough calls in a row to take 20 ms; `bench/timer.py`), with the "
+            "garbage collector on; each cell is the median over the rounds of the gradient "
+            "sample ÷ the primal sample of the same round, with the interquartile range in "
+            "parentheses (the rounds are counted in the absolute times). Each gradient is "
+            "checked against a closed form (for `rk4`, a hand-written discrete adjoint).", ""]
     out.append("| case | " + " | ".join(c[0] for c in COLUMNS) + " |")
     out.append("|---|" + "---:|" * len(COLUMNS))
     for case in cases:
@@ -289,37 +363,42 @@ def markdown(results: dict, elapsed: float, cases=CASES) -> str:
         rec = bg["cases"].get(case.name) if bg else None
         what = f"Target (issue): the `{case.name}` gradient within {case.target:g}× of its primal"
         if rec and "ratio" in rec and not wrong(rec):
-            verdict = "met" if rec["ratio"] <= case.target else "**not met**"
-            out.append(f"* {what} — {verdict} ({fmt_ratio(rec['ratio'])}).")
+            verdict = "met" if rec["ratio"]["median"] <= case.target else "**not met**"
+            out.append(f"* {what} — {verdict} ({fmt_ratio_iqr(rec['ratio'])}).")
         else:
             out.append(f"* {what} — no valid bytegrad measurement.")
     out.append("")
     out += hand_table(results, cases, notes)
 
     out += ["## Absolute times", "",
-            "| case | peer | primal | gradient | gradient / primal | first call | max rel. error "
-            "| page faults / call (primal, gradient) |",
-            "|---|---|---:|---:|---:|---:|---:|---:|"]
+            "Medians, with the interquartile range in parentheses; rounds × calls per sample "
+            "(primal, gradient).", "",
+            "| case | peer | primal | gradient | gradient / primal | rounds | first call | "
+            "max rel. error | page faults / call (primal, gradient) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for case in cases:
         for title, peer, kind, rec in measured(results, case):
             first = rec.get("compile", rec.get("first"))
             first_text = fmt_time(first) + (" (compile)" if "compile" in rec else "")
             if "error" in rec:
-                out.append(f"| `{case.name}` | {title} | {fmt_time(rec.get('primal'))} | "
-                           f"{rec['error'].split(':')[0]} | | | | |")
+                out.append(f"| `{case.name}` | {title} | {fmt_time_iqr(rec.get('primal'))} | "
+                           f"{rec['error'].split(':')[0]} | | | | | |")
                 continue
             err = rec.get("rel_error")
             label = f"{title} at {rec['size']}" if rec.get("size") else title
             faults = rec.get("faults") or [None, None]
             faults = ", ".join("?" if f is None else f"{f:.0f}" for f in faults)
-            out.append(f"| `{case.name}` | {label} | {fmt_time(rec['primal'])} | "
-                       f"{fmt_time(rec['grad'])} | {fmt_ratio(rec['ratio'])} | {first_text} | "
-                       f"{'' if err is None else f'{err:.1e}'} | {faults} |")
+            p, g = rec["primal"], rec["grad"]
+            rounds = f"{g['samples']} × ({p['number']}, {g['number']})"
+            out.append(f"| `{case.name}` | {label} | {fmt_time_iqr(p)} | "
+                       f"{fmt_time_iqr(g)} | {fmt_ratio_iqr(rec['ratio'])} | {rounds} | "
+                       f"{first_text} | {'' if err is None else f'{err:.1e}'} | {faults} |")
     out.append("")
 
     out += ["## Emitted code speed", "",
             "`function(lift(f), f.__globals__)` (lifted to the IR and emitted back to bytecode) "
-            f"against `f` itself; target ≤ {EMIT_TARGET:.1f}×.", "",
+            f"against `f` itself, in interleaved rounds (median, interquartile range); "
+            f"target ≤ {EMIT_TARGET:.1f}×.", "",
             "| function | what | original | emitted | emitted / original |",
             "|---|---|---:|---:|---:|"]
     if not available(bg) or not bg["emit"]:
@@ -329,13 +408,13 @@ def markdown(results: dict, elapsed: float, cases=CASES) -> str:
             out.append(f"| `{r['name']}` | {r['description']} | | | **error** "
                        f"{notes.ref('emit ' + r['name'] + ': ' + error_note(r))} |")
             continue
-        ratio = fmt_ratio(r["ratio"])
-        if r["ratio"] > EMIT_TARGET:
+        ratio = fmt_ratio_iqr(r["ratio"])
+        if r["ratio"]["median"] > EMIT_TARGET:
             ratio = f"**{ratio}**"
         if not r.get("same_result", True):
             ratio += " " + notes.ref(f"emit {r['name']}: the emitted code returned a different result")
-        out.append(f"| `{r['name']}` | {r['description']} | {fmt_time(r['original'])} | "
-                   f"{fmt_time(r['emitted'])} | {ratio} |")
+        out.append(f"| `{r['name']}` | {r['description']} | {fmt_time_iqr(r['original'])} | "
+                   f"{fmt_time_iqr(r['emitted'])} | {ratio} |")
     out.append("")
 
     if notes.items:
@@ -365,14 +444,17 @@ def plot(results: dict, path: Path, cases=CASES):
             rec = res[kind].get(case.name) if res else None
             if rec is not None and "ratio" in rec:
                 bad = wrong(rec)
-                ax.bar(x, rec["ratio"], width, color=color, hatch="xx" if bad else None,
+                r = rec["ratio"]
+                ax.bar(x, r["median"], width, color=color, hatch="xx" if bad else None,
                        edgecolor="black" if bad else color,
                        label=title if i == 0 else None)
-                label = (fmt_ratio(rec["ratio"]) + ("†" if rec.get("size") else "")
+                ax.errorbar(x, r["median"], yerr=[[r["median"] - r["q1"]], [r["q3"] - r["median"]]],
+                            fmt="none", ecolor="black", elinewidth=0.8, capsize=1.5)
+                label = (fmt_ratio(r["median"]) + ("†" if rec.get("size") else "")
                          + (" wrong" if bad else ""))
-                ax.text(x, rec["ratio"] * 1.08, label, ha="center", va="bottom", fontsize=7,
+                ax.text(x, r["q3"] * 1.08, label, ha="center", va="bottom", fontsize=7,
                         rotation=90)
-                ymax, ymin = max(ymax, rec["ratio"]), min(ymin, rec["ratio"] / 2)
+                ymax, ymin = max(ymax, r["q3"]), min(ymin, r["q1"] / 2)
                 small = small or bool(rec.get("size"))
             else:
                 why = ("n/a" if not available(res) else "skipped" if rec and "skipped" in rec
@@ -392,8 +474,9 @@ def plot(results: dict, path: Path, cases=CASES):
         fig.text(0.01, 0.01, "† measured at a smaller size (see results.md)", fontsize=7,
                  color="gray")
     ax.set_xticks(range(len(cases)), [c.name for c in cases])
-    ax.set_ylabel("gradient time / primal time")
-    ax.set_title("Gradient cost relative to the plain Python primal (1 thread, lower is better)")
+    ax.set_ylabel("gradient time / primal time (median, IQR)")
+    ax.set_title("Gradient cost relative to the plain Python primal (1 thread, garbage collector "
+                 "on, lower is better)")
     ax.legend(fontsize=8, loc="upper left", ncols=len(COLUMNS))
     ax.grid(axis="y", which="major", alpha=0.3)
     fig.tight_layout()
@@ -406,7 +489,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bytegrad.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--peers", default=",".join(PEERS),
                     help=f"comma-separated subset of {','.join(PEERS)}")
-    ap.add_argument("--budget", type=float, default=215.0,
+    ap.add_argument("--budget", type=float, default=300.0,
                     help="seconds the whole run aims for (jax's jit compiles are skipped "
                          "when they would not fit)")
     ap.add_argument("--jax-full", action="store_true",
@@ -414,7 +497,17 @@ def main(argv=None):
     ap.add_argument("--jit-limit", type=float, default=45.0,
                     help="seconds after which one jax jit compile is abandoned")
     ap.add_argument("--cases", default="",
-                    help=f"comma-separated subset of {','.join(c.name for c in CASES)}")
+                    help=f"comma-separated subset of {','.join(c.name for c in CASES)} "
+                         f"(or of the targets' {','.join(c.name for c in TARGET_CASES)})")
+    ap.add_argument("--targets", action="store_true",
+                    help="run only the targets table (bench/targets.py, about a minute)")
+    ap.add_argument("--no-targets", action="store_true",
+                    help="skip the targets table (skipped too with --cases or --peers)")
+    ap.add_argument("--ballast", type=int, default=1_000_000,
+                    help="small live objects each measuring process holds besides its own "
+                         "(0: none)")
+    ap.add_argument("--case-budget", type=float, default=2.5,
+                    help="seconds of interleaved timing rounds per case and peer")
     ap.add_argument("--no-emit", action="store_true", help="skip the emitted-code speed")
     ap.add_argument("--malloc-keep", action="store_true",
                     help="glibc malloc keeps freed memory in every peer (no page faults on "
@@ -426,16 +519,35 @@ def main(argv=None):
     if unknown:
         ap.error(f"unknown peers: {', '.join(sorted(unknown))}")
     names = [c for c in a.cases.split(",") if c]
-    unknown = set(names) - {c.name for c in CASES}
+    unknown = set(names) - {c.name for c in CASES + TARGET_CASES}
     if unknown:
         ap.error(f"unknown cases: {', '.join(sorted(unknown))}")
-    cases = [c for c in CASES if not names or c.name in names]
+    cases = [c for c in CASES + TARGET_CASES if c.name in names] if names else CASES
     common = (["--cases", ",".join(c.name for c in cases)] if names else []) + (
-        ["--no-emit"] if a.no_emit else [])
+        ["--no-emit"] if a.no_emit else []) + ["--ballast", str(a.ballast),
+                                               "--case-budget", f"{a.case_budget:g}"]
     os.environ.update(THREADS)
     MALLOC["keep"] = a.malloc_keep
+    it = interpreter()
+    log(f"bench on {it['implementation']} {it['python']} ({it['executable']}): "
+        f"{it['build']}")
 
     start = time.perf_counter()
+    if a.targets:
+        log("targets ...")
+        data = run_targets(a)
+        if data is None:
+            sys.exit("the targets did not run to the end")
+        print(tgt.markdown(data))
+        log(f"wrote {a.out / 'targets.md'}, {a.out / 'targets.json'}")
+        return
+    a.out.mkdir(parents=True, exist_ok=True)
+    targets = None
+    ran_targets = not (a.no_targets or bool(names) or set(peers) != set(PEERS))
+    if ran_targets:
+        log("targets ...")
+        targets = run_targets(a)
+        log(f"targets: {time.perf_counter() - start:.1f} s")
     results = {}
     for peer in PEERS:
         if peer not in peers:
@@ -457,10 +569,13 @@ def main(argv=None):
         log(f"{peer}: {results[peer]['wall']:.1f} s")
     elapsed = time.perf_counter() - start
 
-    a.out.mkdir(parents=True, exist_ok=True)
-    text = markdown(results, elapsed, cases)
+    text = markdown(results, elapsed, cases, targets, a.ballast, ran_targets)
     (a.out / "results.md").write_text(text)
-    (a.out / "results.json").write_text(json.dumps(results, indent=1))
+    meta = {**interpreter(), "date": datetime.date.today().isoformat(), "commit": git_commit(),
+            "cpu": cpu_name(), "elapsed": elapsed, "ballast": a.ballast,
+            "case_budget": a.case_budget, "malloc_keep": a.malloc_keep}
+    (a.out / "results.json").write_text(json.dumps(
+        {"meta": meta, "peers": results, "targets": targets}, indent=1))
     made = plot(results, a.out / "results.png", cases)
     print(text)
     log(f"wrote {a.out / 'results.md'}, {a.out / 'results.json'}"

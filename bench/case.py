@@ -46,7 +46,10 @@ class Case:
 
 def rebind(f, **names):
     """``f`` (the same code object) running with ``names`` replacing its globals; the
-    plain functions of ``f``'s module that ``f`` may call are rebound the same way."""
+    plain functions of ``f``'s module that ``f`` may call are rebound the same way.  A
+    bound method stays bound to its object."""
+    if isinstance(f, types.MethodType):
+        return types.MethodType(rebind(f.__func__, **names), f.__self__)
     g = dict(f.__globals__, **names)
     for k, v in list(g.items()):
         if type(v) is types.FunctionType and v.__module__ == f.__module__:

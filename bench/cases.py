@@ -30,6 +30,13 @@ def rosenbrock(x):
     return s
 
 
+def rosenbrock_iadd(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
 def nested_loop(A, x):
     n = A.shape[0]
     s = 0.0
@@ -52,6 +59,57 @@ def recursion_with(sin):
     return p
 
 
+def recursion_sin(x, n):
+    return x if n == 0 else math.sin(recursion_sin(x, n - 1)) * 0.5 + x
+
+
+def _recursion_sin_with(sin):
+    """``recursion_sin`` calling the given ``sin`` (a peer's own)."""
+    def f(x, n):
+        return x if n == 0 else sin(f(x, n - 1)) * 0.5 + x
+    return f
+
+
+class Rosenbrock:
+    """A SciPy-benchmark-style objective (as in ``benchmarks/go_benchmark_functions``):
+    ``fun`` counts its calls in ``self.nfev`` and evaluates Rosenbrock with NumPy."""
+
+    def __init__(self):
+        self.nfev = 0
+
+    def fun(self, x):
+        self.nfev += 1
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+class RosenbrockUncounted(Rosenbrock):
+    """``Rosenbrock`` without the count."""
+
+    def fun(self, x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+class RosenbrockLoop(Rosenbrock):
+    """``Rosenbrock`` evaluated by a loop over ``x[i]``."""
+
+    def fun(self, x):
+        self.nfev += 1
+        s = 0.0
+        for i in range(len(x) - 1):
+            s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+        return s
+
+
+class RosenbrockLoopUncounted(Rosenbrock):
+    """``RosenbrockLoop`` without the count."""
+
+    def fun(self, x):
+        s = 0.0
+        for i in range(len(x) - 1):
+            s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+        return s
+
+
 # Reference gradients, computed in closed form with NumPy.
 
 def _rosenbrock_grad(x):
@@ -72,6 +130,13 @@ def _recursion_grad(x, n):
     p, dp = 1.0, 0.0
     for _ in range(n):
         p, dp = x * p + math.sin(x), p + x * dp + math.cos(x)
+    return (dp,)
+
+
+def _recursion_sin_grad(x, n):
+    p, dp = x, 1.0
+    for _ in range(n):
+        p, dp = math.sin(p) * 0.5 + x, math.cos(p) * 0.5 * dp + 1.0
     return (dp,)
 
 
@@ -98,4 +163,23 @@ CASES = [
          peer_variant=lambda lib: recursion_with(lib.sin)),
 ]
 CASES += NUMPY_CASES  # bench/cases_numpy.py
-BY_NAME = {c.name: c for c in CASES}
+
+# The workloads of the targets table (bench/targets.py) that the table above does not
+# have: bytegrad alone runs them there (any peer can, with --cases).
+TARGET_CASES = [
+    Case("rosenbrock_iadd", rosenbrock_iadd, _rosenbrock_args, (0,), _rosenbrock_grad,
+         "rosenbrock_loop written with s += ..., n = 1000; d/dx", target=12.0,
+         small_args=lambda: _rosenbrock_args(100), small_size="n = 100"),
+    Case("recursion_sin", recursion_sin, lambda: (0.7, 50), (0,), _recursion_sin_grad,
+         "f(x, n) = x if n == 0 else sin(f(x, n - 1)) * 0.5 + x, n = 50; d/dx", target=50.0,
+         peer_variant=lambda lib: _recursion_sin_with(lib.sin)),
+    Case("method_nfev", Rosenbrock().fun, _rosenbrock_args, (0,), _rosenbrock_grad,
+         "a method counting self.nfev += 1, Rosenbrock vectorised with NumPy, n = 1000; d/dx"),
+    Case("method", RosenbrockUncounted().fun, _rosenbrock_args, (0,), _rosenbrock_grad,
+         "method_nfev without the count"),
+    Case("method_loop_nfev", RosenbrockLoop().fun, _rosenbrock_args, (0,), _rosenbrock_grad,
+         "a method counting self.nfev += 1, Rosenbrock by a loop over x[i], n = 1000; d/dx"),
+    Case("method_loop", RosenbrockLoopUncounted().fun, _rosenbrock_args, (0,),
+         _rosenbrock_grad, "method_loop_nfev without the count"),
+]
+BY_NAME = {c.name: c for c in CASES + TARGET_CASES}

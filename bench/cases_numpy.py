@@ -175,7 +175,7 @@ NUMPY_CASES = [
          hand_target=("closed form, with the value", 1.3)),
     Case("softmax_xent", softmax_xent, _softmax_args, (0,), _softmax_grad,
          "z = logits - max(logits), log(sum(exp(z))) - z[label]; 100 classes, integer label; "
-         "d/dlogits"),
+         "d/dlogits", target=6.0),
     Case("rk4", rk4, _rk4_args, (0, 1, 2), _rk4_grad,
          "RK4, 50 steps of dt = 0.05 of Lotka-Volterra (x' = alpha x - 0.4 xy, "
          "y' = 0.1 xy - 0.4 y) on arrays of 100 states; sum(x * y) at the end; "

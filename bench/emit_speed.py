@@ -9,10 +9,10 @@ from __future__ import annotations
 
 try:
     from .cases import BY_NAME
-    from .timer import best_of
+    from .timer import compare
 except ImportError:  # run as a script from bench/ (the peer subprocess)
     from cases import BY_NAME
-    from timer import best_of
+    from timer import compare
 
 
 def scalar_loop(n):
@@ -47,8 +47,9 @@ FUNCTIONS = [
 ]
 
 
-def run(report=print):
-    """Time each function and its emitted copy; ``report(dict)`` for each result."""
+def run(report=print, budget=1.0):
+    """Time each function and its emitted copy in interleaved rounds (``timer.compare``:
+    median and quartiles, garbage collector on); ``report(dict)`` for each result."""
     from bytegrad.ir import function, lift
 
     for name, what, f, make_args in FUNCTIONS:
@@ -57,10 +58,10 @@ def run(report=print):
         try:
             g = function(lift(f), f.__globals__)
             same = g(f, *args) == f(*args)
-            original = best_of(lambda: f(*args))["best"]
-            emitted = best_of(lambda: g(f, *args))["best"]
-            rec.update(original=original, emitted=emitted, ratio=emitted / original,
-                       same_result=bool(same))
+            m = compare({"original": lambda: f(*args), "emitted": lambda: g(f, *args)},
+                        ratios=[("emitted", "original")], budget=budget)
+            rec.update(original=m["times"]["original"], emitted=m["times"]["emitted"],
+                       ratio=m["ratios"]["emitted/original"], same_result=bool(same))
         except Exception as e:  # noqa: BLE001 — reported in the table
             rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         report(rec)
@@ -69,14 +70,16 @@ def run(report=print):
 def main():
     rows = []
     run(rows.append)
-    print("| function | original | emitted | emitted/original |")
+    print("| function | original | emitted | emitted/original (median, IQR) |")
     print("|---|---:|---:|---:|")
     for r in rows:
         if "error" in r:
             print(f"| {r['name']} | | | error: {r['error']} |")
         else:
-            print(f"| {r['name']} | {r['original'] * 1e6:.1f} µs | {r['emitted'] * 1e6:.1f} µs "
-                  f"| {r['ratio']:.2f}× |")
+            q = r["ratio"]
+            print(f"| {r['name']} | {r['original']['median'] * 1e6:.1f} µs | "
+                  f"{r['emitted']['median'] * 1e6:.1f} µs | {q['median']:.2f}× "
+                  f"({q['q1']:.2f}–{q['q3']:.2f}, {q['samples']} rounds) |")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from bytegrad.bench.timer import best_of  # noqa: E402
+from bytegrad.bench.timer import measure  # noqa: E402
 from bytegrad.primitives import _util, np_elementwise as npe  # noqa: E402
 from bytegrad.runtime.rules import RULES  # noqa: E402
 
@@ -63,8 +63,8 @@ def main(quick: bool = False):
     sizes = SIZES[:3] if quick else SIZES
     budget = 0.3 if quick else 1.0
     rng = np.random.default_rng(0)
-    print(f"bytegrad uses the kernels from {_util.BIG} elements on; times in microseconds, "
-          f"numpy / kernel")
+    print(f"bytegrad uses the kernels from {_util.BIG} elements on; times in microseconds "
+          f"(median of at least 5 samples, garbage collector on), numpy / kernel")
     print(f"{'pullback':>16} {'dtype':>8} | " + " | ".join(f"{n:>22}" for n in sizes))
     big = _util.BIG
     try:
@@ -79,8 +79,8 @@ def main(quick: bool = False):
                     for limit in (10 ** 12, 0):
                         _util.BIG = limit
                         _grad(back, d)  # compile or load from the cache
-                        times.append(best_of(lambda: _grad(back, d), min_time=0.02,
-                                             budget=budget)["best"])
+                        times.append(measure(lambda: _grad(back, d), min_time=0.02,
+                                             budget=budget)["median"])
                     row.append(f"{times[0] * 1e6:8.1f} /{times[1] * 1e6:8.1f} "
                                f"{times[0] / times[1]:4.1f}x")
                 print(f"{name:>16} {np.dtype(dtype).name:>8} | " + " | ".join(row), flush=True)

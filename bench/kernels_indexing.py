@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from bytegrad.bench.timer import best_of
+from bytegrad.bench.timer import measure
 from bytegrad.primitives import np_indexing
 from bytegrad.primitives.kernels import scatter_add
 
@@ -45,7 +45,7 @@ def main(quick: bool = False):
         cases = cases[:3]
     budget = 0.5 if quick else 2.0
     print(f"{'x shape':>14} {'len(idx)':>9} {'elements':>9} | {'add.at':>10} "
-          f"{'add.at flat':>12} {'scatter':>10} {'gradient':>10}  (microseconds)")
+          f"{'add.at flat':>12} {'scatter':>10} {'gradient':>10}  (microseconds, medians)")
     for shape, m in cases:
         idx = rng.integers(0, shape[0], m)
         d = rng.standard_normal((m,) + shape[1:])
@@ -53,10 +53,10 @@ def main(quick: bool = False):
         gf = g.reshape(-1)
         dv = d.reshape(-1)
         times = [
-            best_of(lambda: np.add.at(g, idx, d), budget=budget)["best"],
-            best_of(lambda: np.add.at(gf, _flat(idx, shape), dv), budget=budget)["best"],
-            best_of(lambda: scatter_add(gf, _flat(idx, shape), dv), budget=budget)["best"],
-            best_of(lambda: np_indexing.accumulate(shape, g.dtype, idx, d), budget=budget)["best"],
+            measure(lambda: np.add.at(g, idx, d), budget=budget)["median"],
+            measure(lambda: np.add.at(gf, _flat(idx, shape), dv), budget=budget)["median"],
+            measure(lambda: scatter_add(gf, _flat(idx, shape), dv), budget=budget)["median"],
+            measure(lambda: np_indexing.accumulate(shape, g.dtype, idx, d), budget=budget)["median"],
         ]
         print(f"{str(shape):>14} {m:>9} {d.size:>9} | " + " ".join(
             f"{t * 1e6:>{w}.1f}" for t, w in zip(times, (10, 12, 10, 10))))

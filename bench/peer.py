@@ -1,14 +1,17 @@
 """One peer's measurements, in a process of its own.
 
     python bench/peer.py {bytegrad,autograd,torch,jax} [--jit-deadline SECONDS] [--full]
-                         [--cases NAME,...] [--no-emit]
+                         [--cases NAME,...] [--no-emit] [--ballast N] [--case-budget S]
 
 It is run as a script (not ``-m bytegrad.bench.peer``) so that the only AD library the
-process imports is the peer under test.  For every case it times the plain primal (the
-NumPy/Python function) and the peer's gradient, and checks the gradient against the
-closed-form reference, and times the case's hand-written gradients (if it has any) in
-the same process.  jax without jit runs the loop cases at a smaller size (see
-``Case.small_args``) unless ``--full`` is given.  Each result is printed as one line
+process imports is the peer under test.  For every case it checks the peer's gradient
+against the closed-form reference and times, in interleaved rounds (``timer.compare``:
+garbage collector on, median and quartiles), the plain primal (the NumPy/Python
+function), the gradient and the case's hand-written gradients (if it has any); the
+ratios are those of samples of the same round.  With ``--ballast N`` the process holds N
+more small live objects while it measures, as a program with its data does.  jax without
+jit runs the loop cases at a smaller size (see ``Case.small_args``) unless ``--full`` is
+given.  Each result is printed as one line
 ``BENCH {json}`` on stdout as soon as it is known; progress goes to stderr.
 """
 from __future__ import annotations
@@ -37,10 +40,13 @@ import numpy as np  # noqa: E402
 
 import cases as _cases  # noqa: E402
 from cases import max_rel_error  # noqa: E402
-from timer import best_of, once, page_faults  # noqa: E402
+from timer import ballast, compare, live_objects, measure, once, page_faults  # noqa: E402
 
 START = time.perf_counter()
 PEER = "?"
+CASE_BUDGET = 2.5  # seconds of interleaved timing rounds per case (--case-budget)
+BALLAST = []       # --ballast: small live objects this process holds while it measures
+KEEP = []          # the options a restarted jax process is given again
 
 
 def report(rec: dict):
@@ -180,18 +186,39 @@ def _dist_version(name):
         return None
 
 
-def time_hand(case, args) -> dict:
-    """The best time of each of the case's hand-written gradients (checked against the
-    reference: a wrong one is reported as an error)."""
-    out = {}
+def hand_fns(case, args) -> tuple:
+    """The case's hand-written gradients, checked against the reference: ``(functions to
+    time, by name; errors, by name)`` (a wrong one is an error, not timed)."""
+    fns, errors = {}, {}
     ref = case.reference(*args)
     for name, h in case.hand.items():
         r = h(*args)
         gs = r[1] if len(r) == 2 and isinstance(r[1], tuple) else r
         err = max_rel_error([np.asarray(g) for g in gs], ref)
-        out[name] = ({"error": f"wrong hand-written gradient (rel. error {err:.1e})"}
-                     if err > 1e-8 else {"time": best_of(lambda: h(*args))["best"]})
-    return out
+        if err > 1e-8:
+            errors[name] = {"error": f"wrong hand-written gradient (rel. error {err:.1e})"}
+        else:
+            fns[name] = (lambda h: lambda: h(*args))(h)
+    return fns, errors
+
+
+def time_case(rec, case, args, call):
+    """Time the primal, the gradient ``call`` and the case's hand-written gradients (at
+    the full size) in interleaved rounds (``timer.compare``); fill ``rec``."""
+    fns = {"primal": lambda: case.fn(*args), "grad": call}
+    hand, errors = hand_fns(case, args) if case.hand and "size" not in rec else ({}, {})
+    fns.update({"hand:" + k: f for k, f in hand.items()})
+    m = compare(fns, ratios=[("grad", "primal")] + [("grad", "hand:" + k) for k in hand],
+                budget=CASE_BUDGET, min_rounds=3)
+    rec["primal"], rec["grad"] = m["times"]["primal"], m["times"]["grad"]
+    rec["ratio"] = m["ratios"]["grad/primal"]
+    if case.hand and "size" not in rec:
+        rec["hand"] = dict(errors)
+        for k in hand:
+            rec["hand"][k] = {"time": m["times"]["hand:" + k],
+                              "ratio": m["ratios"][f"grad/hand:{k}"]}
+    n = max(1, min(20, int(0.2 / max(rec["grad"]["median"], 1e-9))))
+    rec["faults"] = [page_faults(fns["primal"], n), page_faults(call, n)]
 
 
 def run_cases(make, small=False) -> dict:
@@ -205,29 +232,24 @@ def run_cases(make, small=False) -> dict:
             rec["size"] = case.small_size
         else:
             args = case.make_args()
-        rec["primal"] = best_of(lambda: case.fn(*args))["best"]
-        if case.hand and "size" not in rec:
-            rec["hand"] = time_hand(case, args)
         progress(f"{case.name}{' (' + rec['size'] + ')' if 'size' in rec else ''}: "
-                 f"primal {rec['primal'] * 1e6:.1f} µs; gradient ...")
+                 f"gradient ...")
         try:
             call, to_numpy = make(case, args)
             gs, rec["first"] = once(call)
             first_calls[case.name] = rec["first"]
             rec["rel_error"] = max_rel_error(to_numpy(gs), case.reference(*args))
-            t = best_of(call)
-            rec["grad"], rec["samples"], rec["number"] = t["best"], t["samples"], t["number"]
-            # the primal again, after the gradient: the best of both (less noise on a busy
-            # machine)
-            rec["primal"] = min(rec["primal"], best_of(lambda: case.fn(*args), repeat=2)["best"])
-            rec["ratio"] = rec["grad"] / rec["primal"]
-            n = max(1, min(20, int(0.2 / max(rec["grad"], 1e-9))))
-            rec["faults"] = [page_faults(lambda: case.fn(*args), n), page_faults(call, n)]
-            progress(f"{case.name}: gradient {rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal "
-                     f"(first call {rec['first']:.2f} s, rel. error {rec['rel_error']:.1e})")
+            time_case(rec, case, args, call)
+            r = rec["ratio"]
+            progress(f"{case.name}: gradient {rec['grad']['median'] * 1e3:.3f} ms = "
+                     f"{r['median']:.1f}x primal (IQR {r['q1']:.1f}-{r['q3']:.1f}x, "
+                     f"{r['samples']} rounds; first call {rec['first']:.2f} s, "
+                     f"rel. error {rec['rel_error']:.1e})")
         except Exception as e:  # noqa: BLE001 — the failure is a result
             rec.update(_error(e))
             progress(f"{case.name}: {rec['error']}")
+            if "primal" not in rec:
+                rec["primal"] = measure(lambda: case.fn(*args), budget=0.5)
         report(rec)
     return first_calls
 
@@ -254,8 +276,6 @@ def run_jax_jit(first_calls: dict, deadline: float, limit: float):
             report(rec)
             continue
         args = case.make_args()
-        if case.hand:
-            rec["hand"] = time_hand(case, args)
         progress(f"jit {case.name}: compiling ...")
         try:
             f = case.peer_fn(types.SimpleNamespace(np=jnp, sin=jnp.sin))
@@ -274,13 +294,10 @@ def run_jax_jit(first_calls: dict, deadline: float, limit: float):
                 return
             gs, rec["compile"] = first
             rec["rel_error"] = max_rel_error([np.asarray(x) for x in gs], case.reference(*args))
-            rec["primal"] = best_of(lambda: case.fn(*args))["best"]
-            rec["grad"] = best_of(call)["best"]
-            rec["ratio"] = rec["grad"] / rec["primal"]
-            n = max(1, min(20, int(0.2 / max(rec["grad"], 1e-9))))
-            rec["faults"] = [page_faults(lambda: case.fn(*args), n), page_faults(call, n)]
+            time_case(rec, case, args, call)
             progress(f"jit {case.name}: compile {rec['compile']:.1f} s, run "
-                     f"{rec['grad'] * 1e3:.3f} ms = {rec['ratio']:.1f}x primal")
+                     f"{rec['grad']['median'] * 1e3:.3f} ms = {rec['ratio']['median']:.1f}x "
+                     f"primal")
         except Exception as e:  # noqa: BLE001
             rec.update(_error(e))
             progress(f"jit {case.name}: {rec['error']}")
@@ -320,11 +337,11 @@ def _restart_jit(rest, deadline, limit):
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "jax", "--jit-only",
                               "--cases", ",".join(c.name for c in rest),
                               "--jit-deadline", f"{max(left, 0.0):.1f}",
-                              "--jit-limit", f"{limit:g}"])
+                              "--jit-limit", f"{limit:g}", *KEEP])
 
 
 def main(argv=None):
-    global PEER
+    global PEER, CASE_BUDGET
     ap = argparse.ArgumentParser()
     ap.add_argument("peer", choices=sorted(PEERS))
     ap.add_argument("--jit-deadline", type=float, default=60.0,
@@ -342,8 +359,13 @@ def main(argv=None):
                     help="comma-separated case names to run (default: all)")
     ap.add_argument("--no-emit", action="store_true",
                     help="bytegrad only: skip the emitted-code speed")
+    ap.add_argument("--ballast", type=int, default=0,
+                    help="hold this many small live objects (empty lists) while measuring")
+    ap.add_argument("--case-budget", type=float, default=CASE_BUDGET,
+                    help="seconds of timing rounds per case")
     a = ap.parse_args(argv)
-    PEER = a.peer
+    PEER, CASE_BUDGET = a.peer, a.case_budget
+    KEEP[:] = ["--ballast", str(a.ballast), "--case-budget", f"{a.case_budget:g}"]
     global CASES
     if a.cases:
         wanted = [c for c in a.cases.split(",") if c]
@@ -358,9 +380,11 @@ def main(argv=None):
         report({"kind": "peer", "available": False, **_error(e)})
         progress(f"not available: {type(e).__name__}: {e}")
         return
+    import_time = time.perf_counter() - START
+    BALLAST.append(ballast(a.ballast))
     report({"kind": "peer", "available": True, "version": version,
             "python": sys.version.split()[0], "numpy": np.__version__,
-            "import_time": time.perf_counter() - START})
+            "import_time": import_time, "ballast": a.ballast, "live_objects": live_objects()})
     jit_only = a.peer == "jax" and a.jit_only
     first_calls = {} if jit_only else run_cases(make, small=(a.peer == "jax" and not a.full))
     if a.peer == "jax":

@@ -1,0 +1,64 @@
+"""The benchmark harness (bench/): the timer's records, the targets' workloads and their
+table.  Nothing here is timed against a limit: speed is measured by the benchmarks."""
+import gc
+import math
+
+import numpy as np
+import pytest
+
+import bytegrad
+from bytegrad.bench import targets, timer
+from bytegrad.bench.case import max_rel_error
+from bytegrad.bench.cases import BY_NAME, TARGET_CASES
+
+
+def test_compare_keeps_gc_on_and_reports_median_and_spread():
+    assert gc.isenabled()
+    m = timer.compare({"a": lambda: sum(range(50)), "b": lambda: sum(range(100))},
+                      ratios=[("b", "a")], budget=0.0, min_time=1e-4, min_rounds=5)
+    for s in (*m["times"].values(), m["ratios"]["b/a"]):
+        assert s["samples"] == 5 and s["gc"] is True
+        assert s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]
+    assert m["times"]["a"]["number"] >= 1
+    assert gc.isenabled()
+
+
+def test_stats_of_one_sample():
+    s = timer.stats([2.0])
+    assert s["median"] == s["q1"] == s["q3"] == s["min"] == s["max"] == 2.0
+
+
+@pytest.mark.parametrize("case", TARGET_CASES, ids=lambda c: c.name)
+def test_target_cases_gradients_match_their_references(case):
+    args = case.make_args()
+    g = bytegrad.grad(case.fn, argnums=tuple(case.wrt))(*args)
+    assert max_rel_error([np.asarray(v) for v in g], case.reference(*args)) < 1e-9
+
+
+def test_forms_of_rosenbrock_agree():
+    (x,) = BY_NAME["rosenbrock_iadd"].make_args()
+    # s += a + b adds (a + b) to s; s = s + a + b adds a, then b: the sums differ in rounding
+    assert math.isclose(BY_NAME["rosenbrock_iadd"].fn(x), BY_NAME["rosenbrock_loop"].fn(x),
+                        rel_tol=1e-12)
+    assert math.isclose(BY_NAME["method"].fn(x), BY_NAME["method_loop"].fn(x), rel_tol=1e-12)
+
+
+def test_branchy_is_fresh_code_with_a_branch_per_statement():
+    f, g = targets.branchy(3, 0), targets.branchy(3, 1)
+    assert f.__code__ is not g.__code__
+    s = 0.3
+    for i in range(3):
+        s = math.sin(s) * 0.5 + 0.3 if s > (i % 5) * 0.2 - 0.4 else s * 0.75 - (i % 3 + 1) * 0.3
+    assert math.isclose(f(0.3), s)
+
+
+def test_targets_table_shows_misses():
+    s = timer.stats([30.0, 31.0, 29.0, 30.5, 29.5])
+    data = {"meta": {"implementation": "CPython", "python": "3.x", "live_objects": 10,
+                     "ballast": 5, "elapsed": 1.0},
+            "rows": [targets.row("w", s, "≤ 12×", targets.met(s["median"] <= 12)),
+                     targets.row("t", None, "≤ 1 s", "NOT met", kind="seconds",
+                                 note="more than 10 s")]}
+    text = targets.markdown(data)
+    assert "| w | 30.0× (IQR 29.5–30.5, 5 samples) | ≤ 12× | **NOT met** |" in text
+    assert "| t | more than 10 s | ≤ 1 s | **NOT met** |" in text
