@@ -5,11 +5,13 @@ A transform reads the caller's globals to decide which calls are active (a globa
 ``floor`` is a plain call, a global ``sin`` is not).  Two modules may hold equal code
 objects (code equality ignores the file and the globals), and a global may be
 rebound after its function was transformed, so an entry is used only for code it
-was made from (by identity) and where every global it read still names what it read.
+was made from (by identity) and where every global it read (and every attribute of a
+module global: ``np.sum``) still names what it read.
 Entries hold neither the code nor any globals dict alive.
 """
 from __future__ import annotations
 
+import types
 import weakref
 
 _MISSING = object()
@@ -25,27 +27,39 @@ class Reading:
         self.globals, self.read = globals_, {}
 
     def __contains__(self, name):
-        v = self.read[name] = self.globals.get(name, _MISSING)
+        v = self.read[name, None] = self.globals.get(name, _MISSING)
         return v is not _MISSING
 
     def __getitem__(self, name):
         return self.globals[name]
 
+    def attribute(self, name, attr):
+        """The attribute ``attr`` of the module global ``name`` (None if there is none)."""
+        m = self.read[name, None] = self.globals.get(name, _MISSING)
+        if type(m) is not types.ModuleType:
+            return None
+        v = self.read[name, attr] = getattr(m, attr, _MISSING)
+        return None if v is _MISSING else v
+
     def decided(self):
-        """``((name, held, weak), …)``: what was read, held weakly where it can be."""
+        """``((name, attribute or None, held, weak), …)``: what was read, held weakly
+        where it can be."""
         out = []
-        for name, v in self.read.items():
+        for (name, attr), v in self.read.items():
             try:
-                out.append((name, weakref.ref(v), True))
+                out.append((name, attr, weakref.ref(v), True))
             except TypeError:  # ints, lists, dicts, builtins: held as they are
-                out.append((name, v, False))
+                out.append((name, attr, v, False))
         return tuple(out)
 
 
 def still_decided(decided, globals_) -> bool:
-    """Whether each global in ``decided`` still names the object it named."""
-    for name, held, weak in decided:
+    """Whether each global (or module attribute) in ``decided`` still names the object
+    it named."""
+    for name, attr, held, weak in decided:
         v = globals_.get(name, _MISSING)
+        if attr is not None:
+            v = getattr(v, attr, _MISSING)
         if (held() if weak else held) is not v:
             return False
     return True

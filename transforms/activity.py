@@ -81,7 +81,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 is_strong = any(map(strong, xs))
                 if is_strong or any(x in active or x in hazard for x in xs):
                     changed |= reach(v, not is_strong)
-                    if isinstance(st.fn, (Var, Global)) or changing(st.fn):  # it may store into an operand
+                    if isinstance(st.fn, (Var, Global)) or changing(st.fn) or "out" in st.kw:
+                        # it may store into an operand (NumPy writes into `out=`)
                         hazard.spread(stored)
                         hazard.spread(owner.get(st.fn, ()))
                         if isinstance(st.fn, Var):  # or into what it was made from (a partial's object)

@@ -1,6 +1,6 @@
 """The whole AD transform: a short composition of the passes.
 
-    lifted ──unify_returns──▶ primal ──activity──▶ active set
+    lifted ──unify_returns──resolve_modules──▶ primal ──activity──▶ active set
                                  ├──register──▶ forward IR
                                  └──adjoint───▶ adjoint IR
 """
@@ -14,6 +14,7 @@ from ..ir import IR, Global
 from ..ir.simplify import simplify
 from .activity import activity
 from .adjoint import adjoint
+from .modules import resolve_modules
 from .register import register
 from .returns import unify_returns
 
@@ -42,6 +43,8 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     are wanted; by default all.
     """
     primal = unify_returns(lifted)
+    if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
+        primal = resolve_modules(primal, globals_.attribute)
     active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful, wrt,
                       lambda g: hooks.changeable(resolve(g, globals_)), hooks.changing,
                       lambda f: hooks.scalar_kind(resolve(f, globals_)))
