@@ -148,7 +148,7 @@ class IR:
         self.meta = meta or Meta()
         self.blocks: list[Block] = [Block()]
         self._nvars = 0
-        self._cfg = None
+        self._cfg = None  # what `cfg.CFG.of` found; forgotten when the shape changes
 
     # -- construction ------------------------------------------------------
     def var(self) -> Var:
@@ -181,21 +181,12 @@ class IR:
         self._cfg = None
 
     # -- queries -----------------------------------------------------------
-    @property
-    def cfg(self):
-        """Predecessors and dominators, computed once per shape of the IR."""
-        if self._cfg is None:
-            from .cfg import CFG
-            self._cfg = CFG(self)
-        return self._cfg
-
     def statements(self):
         for bi, blk in enumerate(self.blocks):
             for v, st in blk.stmts:
                 yield bi, v, st
 
     def __repr__(self):
-        from .printer import show
         return show(self)
 
 
@@ -211,6 +202,32 @@ def fmt(x: Any) -> str:
         mod = mod.lstrip("_")
         return f"{mod.split('.')[-1] if mod.startswith('bytegrad') else mod}.{name}"
     return repr(x)
+
+
+def _args(vs):
+    return f": ({', '.join(map(repr, vs))})" if vs else ":"
+
+
+def block_lines(ir, b):
+    blk = ir.blocks[b]
+    yield f"{b + 1}{_args(blk.args)}"
+    for v, st in blk.stmts:
+        line = f"  {v!r} = {st!r}"
+        if st.line is not None:
+            line = f"{line:<48} # line {st.line}"
+        yield line
+    for br in blk.branches:
+        yield f"  {br!r}"
+
+
+def show(ir) -> str:
+    """The IR as text::
+
+        1: (%1, %2)
+          %3 = operator.mul(%2, %2)                    # line 3
+          return %3
+    """
+    return "\n".join(line for b in range(len(ir.blocks)) for line in block_lines(ir, b))
 
 
 def copy(ir: IR) -> IR:

@@ -37,10 +37,10 @@ from __future__ import annotations
 import operator
 
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
-from ..ir.cfg import flow
+from ..ir.cfg import flow, incoming
 from ..ir.simplify import simplify
 from .register import recorded
-from .returns import incoming, return_block
+from .returns import return_block
 
 
 class _Adjoint:
@@ -58,7 +58,8 @@ class _Adjoint:
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
         self.pop = self.adj.argument(0)
         self.dy = self.adj.argument(0)
-        self.slots = {v: Slot(f"g{v.id}") for v in active}
+        # in the order of definition, not of the variables' addresses: the same code every run
+        self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
         self.start = {}
 
     def slot(self, x):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 
 from ..ir import IR, Global, Meta, Stmt, Var, ops
-from .returns import incoming
+from ..ir.cfg import incoming
 
 
 def recorded(ir, b) -> bool:
