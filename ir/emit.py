@@ -264,21 +264,22 @@ class _Emitter:
 
     def watch(self, args, line):
         """``ops.watch`` with its test inline; when it has work to do, the watcher is
-        called directly: ``WATCH.watcher(pb, y, (f, a, …))``."""
+        called directly: ``W.watcher(pb, y, (f, a, …))``."""
+        w, args = args[0], args[1:]
         slow, end = Label(), Label()
         self.call(type, args[1:2], {}, line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "kinds", line)
         self.i("CONTAINS_OP", 0, line)
         self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "all", line)
         self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
         self.load(args[0], line)
         self.i("JUMP_FORWARD", end, line)
         self.out.append(slow)
         self.i("PUSH_NULL", line=line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "watcher", line)
         self.loads(args, line)
         self.i("BUILD_TUPLE", len(args) - 2, line)  # the callee and its arguments

@@ -30,13 +30,16 @@ def recorded(ir, b) -> bool:
     return len(incoming(ir, b)) > 1
 
 
-def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) -> IR:
+def register(ir, active, hooks) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
-    A constant callee with a rule (``rule_for(f)`` is not None) is called
-    through its rule directly, saving the dispatch in ``forward``.  A statement
-    active only through hazards (in ``active.soft``) goes through ``forward_soft``.
+    ``hooks`` gives ``forward``, ``forward_soft``, ``rule_for`` and ``watching``
+    (the runtime's state that ``ops.watch`` consults).  A constant callee with a
+    rule (``hooks.rule_for(f)`` is not None) is called through its rule directly,
+    saving the dispatch in ``forward``.  A statement active only through hazards
+    (in ``active.soft``) goes through ``forward_soft``.
     """
+    forward, forward_soft = hooks.forward, hooks.forward_soft
     soft = getattr(active, "soft", ())
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
@@ -62,14 +65,14 @@ def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None) ->
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            r = None if isinstance(st.fn, (Var, Global)) else rule_for(st.fn)
-            via = forward_soft if v in soft and forward_soft is not None else forward
+            r = None if isinstance(st.fn, (Var, Global)) else hooks.rule_for(st.fn)
+            via = forward_soft if v in soft else forward
             call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
                 Stmt(via, (st.fn,) + st.args, st.kw, st.line)
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
-            pb = fwd.push(b, Stmt(ops.watch, (pb, env[v], st.fn) + st.args, None, st.line))
+            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, None, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)
