@@ -1,15 +1,23 @@
 """The IR: blocks with arguments, statements that are all calls, branches.
 
-Modelled on IRTools.jl.  A function's IR prints like this::
+Modelled on IRTools.jl.  A function's IR prints like this (``%1`` is the
+function itself, ``%2`` its parameter):
 
+    >>> from bytegrad.ir import lift
+    >>> def f(x):
+    ...     if x > 1:
+    ...         return bar(x)
+    ...     return x
+    >>> print(lift(f))
     1: (%1, %2)
-      %3 = operator.gt(%2, 1)              # line 4
-      br 3 unless %3
+      %3 = operator.gt(%2, 1)                        # line 2
+      br 2 unless %3
+      br 3
     2:
-      %4 = bar(%2)                         # line 5
-      return %4
-    3:
       return %2
+    3:
+      %4 = bar(%2)                                   # line 3
+      return %4
 
 Operands are `Var`s, `Global`s (a name resolved at run time in the function's
 globals, then builtins) or any other Python object, which is a constant.
@@ -221,11 +229,15 @@ def block_lines(ir, b):
 
 
 def show(ir) -> str:
-    """The IR as text::
+    """The IR as text, the form ``print(ir)`` shows:
 
-        1: (%1, %2)
-          %3 = operator.mul(%2, %2)                    # line 3
-          return %3
+    >>> from bytegrad.ir import lift
+    >>> def f(x):
+    ...     return x * x
+    >>> print(show(lift(f)))
+    1: (%1, %2)
+      %3 = operator.mul(%2, %2)                      # line 2
+      return %3
     """
     return "\n".join(line for b in range(len(ir.blocks)) for line in block_lines(ir, b))
 

@@ -5,32 +5,39 @@ last first.  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
 every use adds into it, and its defining statement's pullback consumes it and
 resets it to None, so loops need no SSA gradients.  Blocks are visited
 backwards; where the forward pass recorded which edge it took, the adjoint
-pops that number to pick the way back.  For ``%3 = operator.mul(%2, %2);
-return %3`` the adjoint is::
+pops that number to pick the way back.  For the ``f`` of the
+register pass (``x * x``) the adjoint is:
 
+    >>> import bytegrad
+    >>> def f(x):
+    ...     return x * x
+    >>> print(bytegrad.stages(f).adjoint)
     1: (%1, %2)
-      @g1 = identity(None)
-      @g2 = identity(None)
-      @g3 = identity(None)
-      @g3 = identity(%2)
-      %3 = %1()
-      %4 = operator.is_not(@g3, None)
-      br 3 unless %4
-      br 2
-    2:
-      %5 = unwrap(@g3)
-      @g3 = identity(None)
-      %6 = %3(%5)
-      %7 = operator.getitem(%6, 1)
-      @g2 = accum(@g2, %7)
-      %8 = operator.getitem(%6, 2)
-      @g2 = accum(@g2, %8)
+      @g1 = ops.identity(None)
+      @g2 = ops.identity(None)
+      @g3 = ops.identity(None)
+      @g3 = ops.identity(%2)
+      %3 = %1()                                      # line 2
+      %4 = operator.is_not(@g3, None)                # line 2
+      br 4 unless %4
       br 3
+    2:
+      %5 = algebra.unwrap(@g1)
+      %6 = algebra.unwrap(@g2)
+      %7 = ops.build_tuple(%5, %6)
+      return %7
     3:
-      %9 = unwrap(@g1)
-      %10 = unwrap(@g2)
-      %11 = ops.build_tuple(%9, %10)
-      return %11
+      %8 = %3(@g3)                                   # line 2
+      @g3 = ops.identity(None)                       # line 2
+      %9 = operator.getitem(%8, 1)                   # line 2
+      @g2 = algebra.accum(@g2, %9)                   # line 2
+      %10 = operator.getitem(%8, 2)                  # line 2
+      @g2 = algebra.accum(@g2, %10)                  # line 2
+      br 2
+    4:
+      %11 = mutation.runs_without_gradient(%3)       # line 2
+      br 2 unless %11
+      br 3
 """
 from __future__ import annotations
 

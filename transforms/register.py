@@ -1,21 +1,30 @@
 """The register (forward) pass: run the primal and record pullbacks on a tape.
 
-Every active statement becomes a call of ``forward``, whose pullback is pushed
-on the tape (through ``ops.watch``, which lets the runtime wrap it when mutation
-is involved); a block with several incoming edges takes the edge's number as an
-extra argument and pushes it too.  The function returns ``(value, tape)``::
+Every active statement becomes a call of its rule (a constant callee that has
+one) or of ``forward``, whose pullback is pushed on the tape (through
+``ops.watch``, which lets the runtime wrap it when mutation is involved); a block
+with several incoming edges takes the edge's number as an extra argument and
+pushes it too.  The function returns ``(value, tape)``:
 
-    1: (%1, %2)                         1: (%1, %2)
-      %3 = operator.mul(%2, %2)           %3 = list()
-      return %3                           %4 = getattr(%3, 'append')
-                                          %5 = forward(operator.mul, %2, %2)
-                              →           %6 = ops.unpack(%5, 2)
-                                          %7 = operator.getitem(%6, 0)
-                                          %8 = operator.getitem(%6, 1)
-                                          %9 = ops.watch(%8, %7, operator.mul, %2, %2)
-                                          %10 = %4(%9)
-                                          %11 = ops.build_tuple(%7, %3)
-                                          return %11
+    >>> import bytegrad
+    >>> def f(x):
+    ...     return x * x
+    >>> print(bytegrad.stages(f).primal)
+    1: (%1, %2)
+      %3 = operator.mul(%2, %2)                      # line 2
+      return %3
+    >>> print(bytegrad.stages(f).forward)
+    1: (%1, %2)
+      %3 = list()                                    # line 1
+      %4 = getattr(%3, 'append')                     # line 1
+      %5 = operators._mul(%2, %2)                    # line 2
+      %6 = ops.unpack(%5, 2)                         # line 2
+      %7 = operator.getitem(%6, 0)                   # line 2
+      %8 = operator.getitem(%6, 1)                   # line 2
+      %9 = ops.watch(WATCH, %8, %7, operator.mul, %2, %2) # line 2
+      %10 = %4(%9)                                   # line 2
+      %11 = ops.build_tuple(%7, %3)                  # line 2
+      return %11
 """
 from __future__ import annotations
 
