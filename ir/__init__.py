@@ -1,8 +1,8 @@
 """The IR: data model, lifter (bytecode → IR), emitter (IR → code), printer."""
 from .errors import UnsupportedError
-from .ir import IR, Block, Branch, Global, Meta, Slot, Stmt, Var
+from .ir import IR, Block, Branch, Global, Meta, Slot, Stmt, Var, show
 from . import ops
 from .lift import lift
 from .emit import emit, function
-from .printer import show, dot
+from .printer import dot
 from .verify import verify

@@ -1,27 +1,39 @@
-"""Control-flow facts about an IR: predecessors, reverse post-order, dominators.
+"""Control-flow facts about an IR: incoming edges, reverse post-order, dominators.
 
-Computed once when first asked for and cached on the IR (`IR.cfg`), so passes
-query them freely instead of rescanning branches.
+`CFG.of(ir)` computes them once and caches them on the IR until its shape
+changes (`IR.block`, `IR.branch`), so passes query them freely instead of
+rescanning branches.  `incoming` is the one predecessor query every pass uses.
 """
 from __future__ import annotations
+
+from functools import cached_property
+
+from .ir import Var
 
 
 class CFG:
     def __init__(self, ir):
         n = len(ir.blocks)
         self.succs = [ir.blocks[b].successors() for b in range(n)]
-        self.preds = [[] for _ in range(n)]
-        for b, ss in enumerate(self.succs):
-            for s in ss:
-                if b not in self.preds[s]:
-                    self.preds[s].append(b)
-        self.order = self._rpo(n)
-        self.idom = self._dominators()
+        self.incoming = [[] for _ in range(n)]
+        for p, blk in enumerate(ir.blocks):
+            for br in blk.branches:
+                if br.kind == "br":
+                    self.incoming[br.target].append((p, br))
+        self.preds = [list(dict.fromkeys(p for p, _ in edges)) for edges in self.incoming]
+        self.order = self._rpo()
+        self._reached = set(self.order)
 
-    def _rpo(self, n):
-        seen, post = set(), []
+    @staticmethod
+    def of(ir) -> "CFG":
+        """The CFG of ``ir``, computed once per shape of the IR."""
+        if ir._cfg is None:
+            ir._cfg = CFG(ir)
+        return ir._cfg
+
+    def _rpo(self):
+        seen, post = {0}, []
         stack = [(0, iter(self.succs[0]))]
-        seen.add(0)
         while stack:
             b, it = stack[-1]
             for s in it:
@@ -34,8 +46,10 @@ class CFG:
                 stack.pop()
         return post[::-1]
 
-    def _dominators(self):
-        """Cooper, Harvey & Kennedy's iterative algorithm over reverse post-order."""
+    @cached_property
+    def idom(self) -> dict:
+        """Immediate dominators: Cooper, Harvey & Kennedy's iterative algorithm over
+        reverse post-order (only verification asks, so it is computed on demand)."""
         index = {b: i for i, b in enumerate(self.order)}
         idom = {0: 0}
         changed = True
@@ -61,16 +75,27 @@ class CFG:
         return a
 
     def reachable(self, b) -> bool:
-        return b in self.idom
+        return b in self._reached
 
     def dominates(self, a, b) -> bool:
         """Whether every path from the entry to block ``b`` passes through block ``a``."""
+        idom = self.idom
         while True:
             if a == b:
                 return True
             if b == 0:
                 return False
-            b = self.idom[b]
+            b = idom[b]
+
+
+def incoming(ir, b) -> list:
+    """The edges into block ``b`` as ``(predecessor, branch)``, in the order of the
+    blocks and of their branches.
+
+    The forward pass records an edge's position in this list where a block has
+    more than one; the adjoint pops it to know which way to go back.
+    """
+    return CFG.of(ir).incoming[b]
 
 
 def flow(ir, marked: set, backward=False, seed=lambda x: False) -> set:
@@ -81,16 +106,23 @@ def flow(ir, marked: set, backward=False, seed=lambda x: False) -> set:
     passes it to a marked block argument.  ``br 2 (%1)`` with ``2: (%4)``:
     forward ``{%1}`` → ``{%1, %4}``; backward ``{%4}`` → ``{%1, %4}``.
     """
-    from .ir import Var
-    pairs = [(p, a) for blk in ir.blocks for br in blk.branches if br.kind == "br"
-             for p, a in zip(ir.blocks[br.target].args, br.args)]
-    changed = True
-    while changed:
-        changed = False
-        for p, a in pairs:
-            src, dst = (p, a) if backward else (a, p)
-            if isinstance(dst, Var) and dst not in marked and (
-                    (isinstance(src, Var) and src in marked) or seed(src)):
+    follow, todo = {}, list(marked)
+    for blk in ir.blocks:
+        for br in blk.branches:
+            if br.kind != "br":
+                continue
+            for p, a in zip(ir.blocks[br.target].args, br.args):
+                src, dst = (p, a) if backward else (a, p)
+                if not isinstance(dst, Var):
+                    continue
+                if isinstance(src, Var):
+                    follow.setdefault(src, []).append(dst)
+                if dst not in marked and seed(src):
+                    marked.add(dst)
+                    todo.append(dst)
+    while todo:
+        for dst in follow.get(todo.pop(), ()):
+            if dst not in marked:
                 marked.add(dst)
-                changed = True
+                todo.append(dst)
     return marked

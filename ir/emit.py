@@ -15,6 +15,7 @@ import types
 from bytecode import Bytecode, Compare, Instr, Label
 
 from . import ops
+from .cfg import CFG
 from .decode import BINARY_OPS, COMPARE_OPS, UNARY_OPS
 from .ir import Global, Slot, Var
 
@@ -228,7 +229,7 @@ class _Emitter:
         out, body = blk.branches
         if it_st.fn is not ops.iterate or it_st.kw or test.fn is not operator.is_not \
                 or test.args != (r, None) or out.cond is not c or body.cond is not None \
-                or self.uses.get(c) != 1 or self.ir.cfg.preds[body.target] != [b]:
+                or self.uses.get(c) != 1 or CFG.of(self.ir).preds[body.target] != [b]:
             return None
         reads = {st.args[1]: v for v, st in self.ir.blocks[body.target].stmts
                  if st.fn is operator.getitem and st.args[0] is r and st.args[1] in (0, 1)}
@@ -263,21 +264,22 @@ class _Emitter:
 
     def watch(self, args, line):
         """``ops.watch`` with its test inline; when it has work to do, the watcher is
-        called directly: ``WATCH.watcher(pb, y, (f, a, …))``."""
+        called directly: ``W.watcher(pb, y, (f, a, …))``."""
+        w, args = args[0], args[1:]
         slow, end = Label(), Label()
         self.call(type, args[1:2], {}, line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "kinds", line)
         self.i("CONTAINS_OP", 0, line)
         self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "all", line)
         self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
         self.load(args[0], line)
         self.i("JUMP_FORWARD", end, line)
         self.out.append(slow)
         self.i("PUSH_NULL", line=line)
-        self.load(ops.WATCH, line)
+        self.load(w, line)
         self.i("LOAD_ATTR", "watcher", line)
         self.loads(args, line)
         self.i("BUILD_TUPLE", len(args) - 2, line)  # the callee and its arguments
@@ -348,12 +350,16 @@ class _Emitter:
     def find_unpacks(self):
         """``%t = ops.unpack(%s, n)`` read only by ``operator.getitem(%t, i)`` in its own
         block → ``LOAD %s; UNPACK_SEQUENCE n; STORE …`` (the instruction checks ``n``)."""
-        for b, blk in enumerate(self.ir.blocks):
+        for blk in self.ir.blocks:
+            items = {}  # var → the statements reading an item of it at a constant int
+            for w, s in blk.stmts:
+                if s.fn is operator.getitem and len(s.args) == 2 and type(s.args[1]) is int \
+                        and isinstance(s.args[0], Var):
+                    items.setdefault(s.args[0], []).append((w, s.args[1]))
             for v, st in blk.stmts:
                 if st.fn is not ops.unpack or st.kw or len(st.args) != 2 or type(st.args[1]) is not int:
                     continue
-                reads = {w: s.args[1] for w, s in blk.stmts if s.fn is operator.getitem
-                         and s.args[0] is v and type(s.args[1]) is int and 0 <= s.args[1] < st.args[1]}
+                reads = {w: i for w, i in items.get(v, ()) if 0 <= i < st.args[1]}
                 if self.uses.get(v) == len(reads) and len(set(reads.values())) == len(reads):
                     self.unpacks[v] = {i: w for w, i in reads.items()}
                     self.skip.update(dict.fromkeys(reads, 0))
@@ -408,7 +414,35 @@ class _Emitter:
         code.argnames = [repr(a) for a in ir.blocks[0].args]
         code.argcount = len(code.argnames)
         code.flags = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS
-        return code.to_code()
+        depth = _max_depth(self.out, self.labels)
+        if depth is None:
+            return code.to_code()
+        # the library would rebuild a control-flow graph to find the depth: most of its time
+        return code.to_code(stacksize=depth, compute_exception_stack_depths=False)
+
+
+def _max_depth(out, starts):
+    """How deep the stack gets, in one pass over the code as laid out: the labels
+    ``starts`` begin blocks, with an empty stack; any other label is first reached
+    by a forward jump inside a statement.  None where the code breaks that rule."""
+    at, depth, top, falls = dict.fromkeys(starts, 0), 0, 0, True
+    for x in out:
+        if isinstance(x, Label):
+            if x in at and falls and at[x] != depth or x not in at and not falls:
+                return None
+            depth, falls = at.setdefault(x, depth), True
+            continue
+        if not falls:
+            return None
+        if x.has_jump():
+            d = depth + x.stack_effect(jump=True)
+            if at.setdefault(x.arg, d) != d:
+                return None
+            top = max(top, d)
+        depth += x.stack_effect(jump=False) if not x.is_final() else 0
+        falls = not x.is_final()
+        top = max(top, depth)
+    return top
 
 
 def emit(ir) -> types.CodeType:

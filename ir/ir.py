@@ -1,15 +1,23 @@
 """The IR: blocks with arguments, statements that are all calls, branches.
 
-Modelled on IRTools.jl.  A function's IR prints like this::
+Modelled on IRTools.jl.  A function's IR prints like this (``%1`` is the
+function itself, ``%2`` its parameter):
 
+    >>> from bytegrad.ir import lift
+    >>> def f(x):
+    ...     if x > 1:
+    ...         return bar(x)
+    ...     return x
+    >>> print(lift(f))
     1: (%1, %2)
-      %3 = operator.gt(%2, 1)              # line 4
-      br 3 unless %3
+      %3 = operator.gt(%2, 1)                        # line 2
+      br 2 unless %3
+      br 3
     2:
-      %4 = bar(%2)                         # line 5
-      return %4
-    3:
       return %2
+    3:
+      %4 = bar(%2)                                   # line 3
+      return %4
 
 Operands are `Var`s, `Global`s (a name resolved at run time in the function's
 globals, then builtins) or any other Python object, which is a constant.
@@ -148,7 +156,7 @@ class IR:
         self.meta = meta or Meta()
         self.blocks: list[Block] = [Block()]
         self._nvars = 0
-        self._cfg = None
+        self._cfg = None  # what `cfg.CFG.of` found; forgotten when the shape changes
 
     # -- construction ------------------------------------------------------
     def var(self) -> Var:
@@ -181,21 +189,12 @@ class IR:
         self._cfg = None
 
     # -- queries -----------------------------------------------------------
-    @property
-    def cfg(self):
-        """Predecessors and dominators, computed once per shape of the IR."""
-        if self._cfg is None:
-            from .cfg import CFG
-            self._cfg = CFG(self)
-        return self._cfg
-
     def statements(self):
         for bi, blk in enumerate(self.blocks):
             for v, st in blk.stmts:
                 yield bi, v, st
 
     def __repr__(self):
-        from .printer import show
         return show(self)
 
 
@@ -211,6 +210,36 @@ def fmt(x: Any) -> str:
         mod = mod.lstrip("_")
         return f"{mod.split('.')[-1] if mod.startswith('bytegrad') else mod}.{name}"
     return repr(x)
+
+
+def _args(vs):
+    return f": ({', '.join(map(repr, vs))})" if vs else ":"
+
+
+def block_lines(ir, b):
+    blk = ir.blocks[b]
+    yield f"{b + 1}{_args(blk.args)}"
+    for v, st in blk.stmts:
+        line = f"  {v!r} = {st!r}"
+        if st.line is not None:
+            line = f"{line:<48} # line {st.line}"
+        yield line
+    for br in blk.branches:
+        yield f"  {br!r}"
+
+
+def show(ir) -> str:
+    """The IR as text, the form ``print(ir)`` shows:
+
+    >>> from bytegrad.ir import lift
+    >>> def f(x):
+    ...     return x * x
+    >>> print(show(lift(f)))
+    1: (%1, %2)
+      %3 = operator.mul(%2, %2)                      # line 2
+      return %3
+    """
+    return "\n".join(line for b in range(len(ir.blocks)) for line in block_lines(ir, b))
 
 
 def copy(ir: IR) -> IR:

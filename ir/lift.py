@@ -4,23 +4,29 @@ The decoded instruction stream is cut into basic blocks; each block is
 interpreted once on a symbolic stack.  Locals and stack slots that live across
 blocks become block arguments (every block first takes one per local, then
 `simplify` removes the trivial and the dead ones — Braun et al.'s construction,
-done after the fact).  ``for`` loops become the `ops.iterate` protocol::
+done after the fact).  ``for`` loops become the `ops.iterate` protocol:
 
-    def f(xs):               1: (%1, %2)
-        s = 0.0                %3 = iter(%2)
-        for x in xs:           br 2 (%3, 0.0)
-            s += x           2: (%4, %5)
-        return s               %6 = ops.iterate(%2, %4)
-                               %7 = operator.is_not(%6, None)
-                               br 3 unless %7
-                               br 4
-                             3:
-                               return %5
-                             4:
-                               %8 = operator.getitem(%6, 0)
-                               %9 = operator.getitem(%6, 1)
-                               %10 = operator.iadd(%5, %8)
-                               br 2 (%9, %10)
+    >>> def f(xs):
+    ...     s = 0.0
+    ...     for x in xs:
+    ...         s += x
+    ...     return s
+    >>> print(lift(f))
+    1: (%1, %2)
+      %3 = iter(%2)                                  # line 3
+      br 2 (%3, 0.0)
+    2: (%4, %5)
+      %6 = ops.iterate(%2, %4)                       # line 3
+      %7 = operator.is_not(%6, None)                 # line 3
+      br 3 unless %7
+      br 4
+    3:
+      return %5
+    4:
+      %8 = operator.getitem(%6, 0)                   # line 3
+      %9 = operator.getitem(%6, 1)                   # line 3
+      %10 = operator.iadd(%5, %8)                    # line 4
+      br 2 (%9, %10)
 
 A local that some path leaves unassigned is read through `ops.bound`, which
 raises UnboundLocalError when the value that arrived is `ops.UNDEF`.
@@ -493,11 +499,14 @@ def code_of(f):
 def lift(f) -> IR:
     """The IR of ``f`` (a function or a code object).
 
-    The entry block's arguments are the function itself, then its parameters::
+    The entry block's arguments are the function itself, then its parameters:
 
-        def f(x): return x * x      1: (%1, %2)
-                                      %3 = operator.mul(%2, %2)
-                                      return %3
+    >>> def f(x):
+    ...     return x * x
+    >>> print(lift(f))
+    1: (%1, %2)
+      %3 = operator.mul(%2, %2)                      # line 2
+      return %3
     """
     code = f if hasattr(f, "co_code") else code_of(f)
     return _Lifter(code).run()

@@ -253,31 +253,14 @@ def bound(x, name):
     return x
 
 
-class Watch:
-    """What `watch` consults: ``kinds``, the types of values that may be mutated
-    later (their pullbacks must be told); ``all``, whether something has been
-    mutated (then every pullback must be told); ``watcher``, the runtime's
-    function that wraps the pullback.  The IR knows no runtime: it sets these."""
-
-    kinds: set = set()
-    all = False
-    watcher = None
-
-
-WATCH = Watch()
-
-
-def watch(pb, y, *operands):
-    """``%p2 = ops.watch(%p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
-    or the runtime's wrapper of it when ``%y`` may be mutated later or an operand
-    has been.  The emitter inlines the test, so the common case costs no call::
-
-        %5 = forward(operator.mul, %2, %3)       %5 = forward(operator.mul, %2, %3)
-        %6 = ops.unpack(%5, 2)               →   %6 = ops.unpack(%5, 2)
-        %7 = operator.getitem(%6, 1)             %7 = operator.getitem(%6, 1)
-        %8(%7)                                   %9 = ops.watch(%7, %6[0], operator.mul, %2, %3)
-                                                 %8(%9)
+def watch(w, pb, y, *operands):
+    """``%p2 = ops.watch(W, %p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
+    or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be
+    mutated later) or ``W.all`` is set (an operand may have been).  ``W`` is the
+    runtime's state, a constant here: the IR knows none.  The emitter inlines the
+    test, so the common case costs no call.  The register pass puts it after each
+    active call (its module docstring shows the forward IR).
     """
-    if type(y) in WATCH.kinds or WATCH.all:
-        return WATCH.watcher(pb, y, operands)
+    if type(y) in w.kinds or w.all:
+        return w.watcher(pb, y, operands)
     return pb

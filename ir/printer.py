@@ -1,36 +1,7 @@
-"""IRTools-format text and Graphviz pictures of an IR."""
+"""Graphviz pictures of an IR (its text form is `ir.show`)."""
 from __future__ import annotations
 
-from .ir import fmt
-
-
-def _args(vs):
-    return f": ({', '.join(map(repr, vs))})" if vs else ":"
-
-
-def block_lines(ir, b):
-    blk = ir.blocks[b]
-    yield f"{b + 1}{_args(blk.args)}"
-    for v, st in blk.stmts:
-        line = f"  {v!r} = {st!r}"
-        if st.line is not None:
-            line = f"{line:<48} # line {st.line}"
-        yield line
-    for br in blk.branches:
-        yield f"  {br!r}"
-
-
-def show(ir) -> str:
-    """The IR as text::
-
-        1: (%1, %2)
-          %3 = operator.mul(%2, %2)                    # line 3
-          return %3
-    """
-    out = []
-    for b in range(len(ir.blocks)):
-        out.extend(block_lines(ir, b))
-    return "\n".join(out)
+from .ir import block_lines, fmt
 
 
 def dot(ir, title="") -> str:

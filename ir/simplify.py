@@ -1,45 +1,61 @@
 """Clean-up passes that keep an IR's meaning and make it smaller.
 
-`simplify` runs them all; the lifter calls it, and so do the AD passes.
+`simplify` runs them all; the lifter calls it, and so do the AD passes.  Each
+pass walks the IR a bounded number of times, whatever it removes: replacements
+are collected and substituted in one sweep, and the CFG is computed once per
+pass, so a long function simplifies in time linear in its length.
 """
 from __future__ import annotations
 
-from .cfg import flow
-from .ir import Var
+import heapq
+
+from .cfg import CFG, flow
+from .ir import Branch, Var
+
+
+def resolver(env: dict):
+    """``look(x)``: what ``x`` stands for after the replacements ``env``, following
+    chains (``{%4: %3, %3: %2}`` takes ``%4`` to ``%2``) and shortening them, so
+    each is followed once."""
+    def look(x):
+        if not isinstance(x, Var) or x not in env:
+            return x
+        path = []
+        while isinstance(x, Var) and x in env:
+            path.append(x)
+            x = env[x]
+        for p in path:
+            env[p] = x
+        return x
+    return look
 
 
 def substitute(ir, env: dict):
     """Replace operands in place: with ``{%3: %2}``, ``f(%3)`` → ``f(%2)``."""
     if not env:
         return
-
-    def look(x):
-        while isinstance(x, Var) and x in env:
-            x = env[x]
-        return x
-
+    look = resolver(env)
     for blk in ir.blocks:
         blk.stmts = [(v, st.map(look)) for v, st in blk.stmts]
-        blk.branches = [br.map(look) for br in blk.branches]
+        for br in blk.branches:  # the same branches: `CFG.incoming` holds them
+            br.args = [look(a) for a in br.args]
+            br.cond = look(br.cond)
 
 
-def _incoming(ir, b):
-    return [br for blk in ir.blocks for br in blk.branches if br.kind == "br" and br.target == b]
-
-
-def delete_arg(ir, b, i):
-    """Remove argument ``i`` of block ``b`` and what every branch passes for it.
-
-    ``2: (%4, %5) … br 2 (%1, %2)`` → ``2: (%5) … br 2 (%2)``.
-    """
-    del ir.blocks[b].args[i]
-    for br in _incoming(ir, b):
-        del br.args[i]
+def keep_args(ir, b, keep):
+    """Keep only the arguments of block ``b`` at positions ``keep``, and what every
+    branch passes for them.  ``2: (%4, %5) … br 2 (%1, %2)`` with ``keep=[1]`` →
+    ``2: (%5) … br 2 (%2)``."""
+    blk = ir.blocks[b]
+    blk.args = [blk.args[i] for i in keep]
+    for _, br in CFG.of(ir).incoming[b]:
+        br.args = [br.args[i] for i in keep]
 
 
 def prune_unreachable(ir):
     """Drop blocks no path from the entry reaches; renumber branch targets."""
-    keep = [b for b in range(len(ir.blocks)) if ir.cfg.reachable(b)]
+    cfg = CFG.of(ir)
+    keep = [b for b in range(len(ir.blocks)) if cfg.reachable(b)]
     if len(keep) == len(ir.blocks):
         return
     new = {b: i for i, b in enumerate(keep)}
@@ -55,21 +71,72 @@ def trivial_args(ir):
     """A block argument that receives one value on every edge is that value.
 
     ``2: (%4) … br 2 (%1) … br 2 (%4)`` → uses of ``%4`` become ``%1``.
+
+    Arguments are examined in sweeps over the blocks in order, the arguments of
+    each last first.  Removing one re-examines only the arguments it is passed
+    to (later in this sweep, or in the next), which finds what sweeping all of
+    them again until nothing changes would, in time linear in the IR.
     """
-    changed = True
-    while changed:
-        changed = False
-        for b in range(1, len(ir.blocks)):
-            blk = ir.blocks[b]
-            for i in reversed(range(len(blk.args))):
-                a = blk.args[i]
-                seen = {id(br.args[i]): br.args[i] for br in _incoming(ir, b)} 
-                seen.pop(id(a), None)
-                if len(seen) == 1:
-                    (value,) = seen.values()
-                    delete_arg(ir, b, i)
-                    substitute(ir, {a: value})
-                    changed = True
+    incoming = CFG.of(ir).incoming
+    env = {}
+    look = resolver(env)
+    passed_to = _passed_to(ir, incoming)
+    sweep = [(b, -i) for b in range(1, len(ir.blocks)) for i in reversed(range(len(ir.blocks[b].args)))]
+    gone = set()
+    while sweep:
+        heapq.heapify(sweep)
+        later = set()
+        while sweep:
+            at = heapq.heappop(sweep)
+            b, i = at[0], -at[1]
+            if at in gone:
+                continue
+            value = _only_value(ir.blocks[b].args[i], [look(br.args[i]) for _, br in incoming[b]])
+            if value is _NONE:
+                continue
+            a = ir.blocks[b].args[i]
+            env[a] = value
+            gone.add(at)
+            users = passed_to.pop(a, [])
+            if isinstance(value, Var):  # what reaches them through ``a`` now is ``value``
+                passed_to.setdefault(value, []).extend(users)
+            for u in users:
+                if u > at:
+                    heapq.heappush(sweep, u)
+                else:
+                    later.add(u)
+        sweep = list(later - gone)
+    _drop_args(ir, gone)
+    substitute(ir, env)
+
+
+def _drop_args(ir, gone):
+    """Remove the block arguments at the ``(block, -position)``s ``gone``."""
+    for b in range(1, len(ir.blocks)):
+        n = len(ir.blocks[b].args)
+        if any((b, -i) in gone for i in range(n)):
+            keep_args(ir, b, [i for i in range(n) if (b, -i) not in gone])
+
+
+_NONE = object()
+
+
+def _only_value(a, values):
+    """The one value other than ``a`` itself among ``values`` (by identity), else _NONE."""
+    seen = {id(x): x for x in values}
+    seen.pop(id(a), None)
+    return next(iter(seen.values())) if len(seen) == 1 else _NONE
+
+
+def _passed_to(ir, incoming) -> dict:
+    """Variable → the arguments it is passed to, as ``(block, -position)``."""
+    out = {}
+    for b in range(1, len(ir.blocks)):
+        for _, br in incoming[b]:
+            for i, x in enumerate(br.args):
+                if isinstance(x, Var):
+                    out.setdefault(x, []).append((b, -i))
+    return out
 
 
 def dead_args(ir):
@@ -85,41 +152,39 @@ def dead_args(ir):
                 live.update(x for x in br.args if isinstance(x, Var))
     flow(ir, live, backward=True)
     for b in range(1, len(ir.blocks)):
-        for i in reversed(range(len(ir.blocks[b].args))):
-            if ir.blocks[b].args[i] not in live:
-                delete_arg(ir, b, i)
+        args = ir.blocks[b].args
+        if not all(a in live for a in args):
+            keep_args(ir, b, [i for i, a in enumerate(args) if a in live])
 
 
 def merge_blocks(ir):
     """Fuse a block into its only predecessor when that one just jumps to it.
 
     ``1: … br 2 (%3)  2: (%4) … return %4`` → ``1: … return %3``.
+
+    A fused block is left empty, jumping to itself, for `prune_unreachable`; a
+    block that takes over its successor's branches becomes the predecessor of
+    their targets.
     """
-    changed = True
-    while changed:
-        changed = False
-        preds = ir.cfg.preds
-        for b, blk in enumerate(ir.blocks):
-            if len(blk.branches) != 1 or blk.branches[0].kind != "br" or blk.branches[0].cond is not None:
-                continue
+    preds = [set(ps) for ps in CFG.of(ir).preds]
+    env = {}
+    for b, blk in enumerate(ir.blocks):
+        while len(blk.branches) == 1 and blk.branches[0].kind == "br" and blk.branches[0].cond is None:
             t = blk.branches[0].target
-            if t == b or t == 0 or preds[t] != [b]:
-                continue
+            if t == b or t == 0 or preds[t] != {b}:
+                break
             succ = ir.blocks[t]
-            env = dict(zip(succ.args, blk.branches[0].args))
+            env.update(zip(succ.args, blk.branches[0].args))
             blk.stmts += succ.stmts
             blk.branches = succ.branches
-            succ.args, succ.stmts, succ.branches = [], [], [_self_loop(t)]
-            ir._cfg = None
-            substitute(ir, env)
-            changed = True
-            break
+            for s in succ.successors():
+                preds[s].discard(t)
+                preds[s].add(b)
+            succ.args, succ.stmts, succ.branches = [], [], [Branch("br", t)]
+            preds[t] = {t}
+    ir._cfg = None
+    substitute(ir, env)
     prune_unreachable(ir)
-
-
-def _self_loop(t):
-    from .ir import Branch
-    return Branch("br", t)
 
 
 def renumber(ir):

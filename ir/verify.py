@@ -1,6 +1,7 @@
 """Check an IR's invariants; raise `IRError` saying which one fails and where."""
 from __future__ import annotations
 
+from .cfg import CFG
 from .ir import Slot, Var
 
 
@@ -18,7 +19,7 @@ def verify(ir):
         for i, (v, _) in enumerate(blk.stmts):
             if not isinstance(v, Slot):
                 _define(where, v, (b, i))
-    cfg = ir.cfg
+    cfg = CFG.of(ir)
     for b, blk in enumerate(ir.blocks):
         if not cfg.reachable(b):
             continue
@@ -50,6 +51,6 @@ def _check_use(ir, where, x, pos, text):
         raise IRError(f"block {pos[0] + 1}: {text} uses {x!r}, which is never defined")
     db, di = where[x]
     ub, ui = pos
-    ok = (di < ui) if db == ub else ir.cfg.dominates(db, ub)
+    ok = (di < ui) if db == ub else CFG.of(ir).dominates(db, ub)
     if not ok:
         raise IRError(f"block {ub + 1}: {text} uses {x!r}, whose definition does not dominate it")

@@ -7,7 +7,7 @@ takes it out as the value's gradient.
 from __future__ import annotations
 
 from ..ir import ops
-from ..runtime.forward import user_frame
+from ..runtime.errors import user_frame
 from ..runtime.rules import effectful, nograd, rule
 from ..runtime.shadow import current
 from ..runtime.algebra import unwrap

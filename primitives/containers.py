@@ -16,7 +16,8 @@ import numpy as np
 
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
-from ..runtime.forward import forward, run_plain, user_location
+from ..runtime.errors import user_location
+from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients

@@ -27,7 +27,7 @@ from ..ir.ops import watch
 from ..runtime.algebra import OneHot
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
-from ..ir.ops import WATCH
+from ..runtime.watch import WATCH
 from .math import _UNARY
 
 _F64 = np.float64
@@ -37,7 +37,7 @@ _NONES = (None,) * 4
 def _slow(push, f, *args):
     """The call through ``f``'s ordinary rule, its pullback on the tape."""
     y, pb = RULES[f].fn(*args)
-    push(watch(pb, y, f, *args))
+    push(watch(WATCH, pb, y, f, *args))
     return y
 
 

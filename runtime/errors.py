@@ -1,4 +1,7 @@
-"""Errors a user meets while differentiating, each naming the fix."""
+"""Errors a user meets while differentiating, each naming the fix, and where in the
+user's code they point."""
+import os
+import sys
 
 
 class NoRuleError(TypeError):
@@ -28,3 +31,22 @@ class NoRuleError(TypeError):
 
 class NotScalarError(ValueError):
     pass
+
+
+def user_frame():
+    """The innermost frame outside bytegrad's runtime and rules: the user's code
+    being differentiated (its transformed code keeps the user's file and globals)."""
+    frame = sys._getframe(1)
+    while frame.f_code.co_filename.startswith(_RUNTIME_DIRS):
+        frame = frame.f_back
+    return frame
+
+
+def user_location():
+    """``(file, line)`` of the user's line that is being differentiated."""
+    frame = user_frame()
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+_RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
+                      for d in ("runtime", "primitives"))

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import inspect
 import operator
-import os
-import sys
 import types
 
 from ..ir import lift
-from ..ir.ops import WATCH
 from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
 from .binding import call_with_keywords
 from .cache import Cache
-from .errors import NoRuleError
+from .errors import NoRuleError, user_location
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
+from .watch import WATCH
 
 
 class _Hooks:
@@ -42,6 +40,7 @@ class _Hooks:
 
     runs_without_gradient = staticmethod(mutation.runs_without_gradient)
     changeable = staticmethod(mutation.changeable)
+    watching = WATCH
 
 
 class Pullback(mutation.Always):
@@ -304,24 +303,6 @@ def run_plain(f, args, kw, call=None, name=None):
         return (call or f)(*args, **kw), nograd(len(args))
     raise NoRuleError(name or f, *user_location())
 
-
-def user_frame():
-    """The innermost frame outside bytegrad's runtime and rules: the user's code
-    being differentiated (its transformed code keeps the user's file and globals)."""
-    frame = sys._getframe(1)
-    while frame.f_code.co_filename.startswith(_RUNTIME_DIRS):
-        frame = frame.f_back
-    return frame
-
-
-def user_location():
-    """``(file, line)`` of the user's line that is being differentiated."""
-    frame = user_frame()
-    return frame.f_code.co_filename, frame.f_lineno
-
-
-_RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
-                      for d in ("runtime", "primitives"))
 
 _Hooks.forward = staticmethod(forward)
 _Hooks.forward_soft = staticmethod(forward_soft)

@@ -15,9 +15,9 @@ import weakref
 
 import numpy as np
 
-from ..ir.ops import WATCH
 from .algebra import accum, unwrap
 from .shadow import current, fields
+from .watch import WATCH
 
 
 class Always:

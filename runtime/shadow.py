@@ -20,8 +20,9 @@ import weakref
 
 import numpy as np
 
-from ..ir.ops import WATCH
 from .algebra import Buffer, OneHot, accum, unwrap
+from .errors import user_location
+from .watch import WATCH
 
 
 def root(a):
@@ -260,7 +261,6 @@ def _refuse_change(name):
 
 
 def _refuse(what, name):
-    from .forward import user_location  # (forward imports this module)
     file, line = user_location()
     raise NotImplementedError(f"{file}:{line}: {what}; apply {name} to a copy (x.copy()), "
                               f"or change a copy")

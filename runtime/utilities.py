@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from . import api, shadow
 from .api import stop_gradient
-from .forward import forward, user_location
+from .errors import user_location
+from .forward import forward
 from .rules import nograd, rule
 
 

@@ -161,12 +161,18 @@ def scalars(ir, kind) -> set:
               if st.fn is ops.iterate and st.args[0] in ranges
               or st.fn is ops.unpack and type(st.args[0]) is tuple  # ... ``a, b = 0.0, 0``
               and all(type(c) in _NUMBERS for c in st.args[0])}
-    incoming = {}
+    incoming, users = {}, {}
     for blk in ir.blocks:
         for br in blk.branches:
             if br.kind == "br":
                 for p, a in zip(ir.blocks[br.target].args, br.args):
                     incoming.setdefault(p, []).append(a)
+                    if isinstance(a, Var):
+                        users.setdefault(a, []).append(p)
+    for v, st in made.items():
+        for x in st.operands():
+            if isinstance(x, Var):
+                users.setdefault(x, []).append(v)
     out = set(made) | set(incoming)
     number = lambda x: x in out if isinstance(x, Var) else type(x) in _NUMBERS
 
@@ -183,9 +189,10 @@ def scalars(ir, kind) -> set:
             return all(map(number, list(st.args) + list(st.kw.values())))
         return st.fn is operator.getitem and st.args[0] in tuples and type(st.args[1]) is int \
             and (st.args[1] == 0 or made[st.args[0]].fn is ops.unpack)
-    changed = True
-    while changed:
-        gone = {v for v in out if not holds(v)}
-        out -= gone
-        changed = bool(gone)
+    todo = list(out)  # a variable that stops holding a number may stop its users
+    while todo:
+        v = todo.pop()
+        if v in out and not holds(v):
+            out.discard(v)
+            todo.extend(users.get(v, ()))
     return out

@@ -5,42 +5,55 @@ last first.  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
 every use adds into it, and its defining statement's pullback consumes it and
 resets it to None, so loops need no SSA gradients.  Blocks are visited
 backwards; where the forward pass recorded which edge it took, the adjoint
-pops that number to pick the way back.  For ``%3 = operator.mul(%2, %2);
-return %3`` the adjoint is::
+pops that number to pick the way back.  A statement whose values are on the tape
+is one call, ``back(pop, @gv)``, which pops them and tests for a gradient itself.  For
+the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
 
+    >>> import bytegrad, numpy as np
+    >>> def f(x):
+    ...     return np.dot(x, x) * 2.0
+    >>> print(bytegrad.stages(f).adjoint)
     1: (%1, %2)
-      @g1 = identity(None)
-      @g2 = identity(None)
-      @g3 = identity(None)
-      @g3 = identity(%2)
-      %3 = %1()
-      %4 = operator.is_not(@g3, None)
-      br 3 unless %4
-      br 2
-    2:
-      %5 = unwrap(@g3)
-      @g3 = identity(None)
-      %6 = %3(%5)
-      %7 = operator.getitem(%6, 1)
-      @g2 = accum(@g2, %7)
-      %8 = operator.getitem(%6, 2)
-      @g2 = accum(@g2, %8)
+      @g1 = ops.identity(None)
+      @g2 = ops.identity(None)
+      @g4 = ops.identity(None)
+      @g5 = ops.identity(None)
+      @g5 = ops.identity(%2)
+      %3 = taped.mul_back(%1, @g5)                   # line 2
+      @g5 = ops.identity(None)                       # line 2
+      %4 = operator.getitem(%3, 1)                   # line 2
+      @g4 = ops.identity(%4)                         # line 2
+      %5 = %1()                                      # line 2
+      %6 = operator.is_not(@g4, None)                # line 2
+      br 4 unless %6
       br 3
+    2:
+      %7 = algebra.unwrap(@g1)
+      %8 = algebra.unwrap(@g2)
+      %9 = ops.build_tuple(%7, %8)
+      return %9
     3:
-      %9 = unwrap(@g1)
-      %10 = unwrap(@g2)
-      %11 = ops.build_tuple(%9, %10)
-      return %11
+      %10 = %5(@g4)                                  # line 2
+      @g4 = ops.identity(None)                       # line 2
+      %11 = operator.getitem(%10, 1)                 # line 2
+      @g2 = algebra.accum(@g2, %11)                  # line 2
+      %12 = operator.getitem(%10, 2)                 # line 2
+      @g2 = algebra.accum(@g2, %12)                  # line 2
+      br 2
+    4:
+      %13 = mutation.runs_without_gradient(%5)       # line 2
+      br 2 unless %13
+      br 3
 """
 from __future__ import annotations
 
 import operator
 
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
-from ..ir.cfg import flow
+from ..ir.cfg import flow, incoming
 from ..ir.simplify import simplify
 from .register import recorded, taped_call
-from .returns import incoming, return_block
+from .returns import return_block
 
 
 class _Adjoint:
@@ -58,7 +71,8 @@ class _Adjoint:
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
         self.pop = self.adj.argument(0)
         self.dy = self.adj.argument(0)
-        self.slots = {v: Slot(f"g{v.id}") for v in active}
+        # in the order of definition, not of the variables' addresses: the same code every run
+        self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
         self.start = {}
 
     def slot(self, x):

@@ -1,28 +1,41 @@
 """The register (forward) pass: run the primal and record pullbacks on a tape.
 
-Every active statement becomes a call of ``forward``, whose pullback is pushed
-on the tape (through ``ops.watch``, which lets the runtime wrap it when mutation
-is involved); a block with several incoming edges takes the edge's number as an
-extra argument and pushes it too.  The function returns ``(value, tape)``::
+Every active statement becomes a call of its rule (a constant callee that has
+one) or of ``forward``, whose pullback is pushed on the tape (through
+``ops.watch``, which lets the runtime wrap it when mutation is involved); one whose
+rules put values on the tape (``x * 2.0`` on floats: ``primitives/taped.py``) becomes
+``record(push, …)``, which pushes them itself.  A block with several incoming edges
+takes the edge's number as an extra argument and pushes it too.  The function returns
+``(value, tape)``:
 
-    1: (%1, %2)                         1: (%1, %2)
-      %3 = operator.mul(%2, %2)           %3 = list()
-      return %3                           %4 = getattr(%3, 'append')
-                                          %5 = forward(operator.mul, %2, %2)
-                              →           %6 = ops.unpack(%5, 2)
-                                          %7 = operator.getitem(%6, 0)
-                                          %8 = operator.getitem(%6, 1)
-                                          %9 = ops.watch(%8, %7, operator.mul, %2, %2)
-                                          %10 = %4(%9)
-                                          %11 = ops.build_tuple(%7, %3)
-                                          return %11
+    >>> import bytegrad, numpy as np
+    >>> def f(x):
+    ...     return np.dot(x, x) * 2.0
+    >>> print(bytegrad.stages(f).primal)
+    1: (%1, %2)
+      %4 = numpy.dot(%2, %2)                         # line 2
+      %5 = operator.mul(%4, 2.0)                     # line 2
+      return %5
+    >>> print(bytegrad.stages(f).forward)
+    1: (%1, %2)
+      %3 = list()                                    # line 1
+      %4 = getattr(%3, 'append')                     # line 1
+      %5 = np_linalg._dot(%2, %2)                    # line 2
+      %6 = ops.unpack(%5, 2)                         # line 2
+      %7 = operator.getitem(%6, 0)                   # line 2
+      %8 = operator.getitem(%6, 1)                   # line 2
+      %9 = ops.watch(WATCH, %8, %7, numpy.dot, %2, %2) # line 2
+      %10 = %4(%9)                                   # line 2
+      %11 = taped.mul_record(%4, %7, 2.0)            # line 2
+      %12 = ops.build_tuple(%11, %3)                 # line 2
+      return %12
 """
 from __future__ import annotations
 
 import operator
 
 from ..ir import IR, Global, Meta, Stmt, Var, ops
-from .returns import incoming
+from ..ir.cfg import incoming
 
 
 def recorded(ir, b) -> bool:
@@ -38,16 +51,18 @@ def taped_call(st, taped):
     return taped(st.fn)
 
 
-def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None,
-             taped=lambda f: None) -> IR:
+def register(ir, active, hooks) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
-    A constant callee with a rule (``rule_for(f)`` is not None) is called
-    through its rule directly, saving the dispatch in ``forward``; one with rules
-    that put values on the tape (``taped(f)`` is ``(record, back)``) becomes
-    ``record(push, args…)``, which pushes them itself.  A statement active only
-    through hazards (in ``active.soft``) goes through ``forward_soft``.
+    ``hooks`` gives ``forward``, ``forward_soft``, ``rule_for``, ``taped`` and
+    ``watching`` (the runtime's state that ``ops.watch`` consults).  A constant callee
+    with a rule (``hooks.rule_for(f)`` is not None) is called through its rule
+    directly, saving the dispatch in ``forward``; one with rules that put values on
+    the tape (``hooks.taped(f)`` is ``(record, back)``) becomes ``record(push, args…)``,
+    which pushes them itself.  A statement active only through hazards (in
+    ``active.soft``) goes through ``forward_soft``.
     """
+    forward, forward_soft = hooks.forward, hooks.forward_soft
     soft = getattr(active, "soft", ())
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
@@ -73,19 +88,19 @@ def register(ir, active, forward, rule_for=lambda f: None, forward_soft=None,
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            pair = taped_call(st, taped)
+            pair = taped_call(st, hooks.taped)
             if pair is not None:
                 env[v] = fwd.push(b, Stmt(pair[0], (push,) + st.args, None, st.line))
                 continue
             # a call with keywords goes through forward, which binds them to positions
-            r = None if isinstance(st.fn, (Var, Global)) or st.kw else rule_for(st.fn)
-            via = forward_soft if v in soft and forward_soft is not None else forward
+            r = None if isinstance(st.fn, (Var, Global)) or st.kw else hooks.rule_for(st.fn)
+            via = forward_soft if v in soft else forward
             call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
                 Stmt(via, (st.fn,) + st.args, st.kw, st.line)
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
-            pb = fwd.push(b, Stmt(ops.watch, (pb, env[v], st.fn) + st.args, None, st.line))
+            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, None, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)

@@ -29,12 +29,3 @@ def return_block(ir):
     bs = [b for b, blk in enumerate(ir.blocks) if any(br.kind == "return" for br in blk.branches)]
     return bs[0] if bs else None
 
-
-def incoming(ir, b) -> list:
-    """The edges into block ``b`` as ``(predecessor, branch)``, numbered by position.
-
-    The forward pass records an edge's number where a block has more than one;
-    the adjoint pops it to know which way to go back.
-    """
-    return [(p, br) for p, blk in enumerate(ir.blocks) for br in blk.branches
-            if br.kind == "br" and br.target == b]

@@ -31,7 +31,8 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     """Forward and adjoint IR of ``lifted``.
 
     ``hooks`` supplies what the passes insert but do not define (they know no
-    runtime): ``forward``, ``forward_soft``, ``rule_for``, ``accum``, ``unwrap``, ``kwgrad``,
+    runtime): ``forward``, ``forward_soft``, ``rule_for``, ``watching`` (the state
+    ``ops.watch`` consults), ``accum``, ``unwrap``, ``kwgrad``,
     ``changeable`` (whether a global's value may be changed in place), ``changing`` (the
     callee may change its arguments in place), ``scalar_kind`` (whether the callee
     returns immutable numbers), ``taped`` (the callee's rules that put values on the tape), and the predicates
@@ -48,8 +49,7 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful, wrt,
                       lambda g: hooks.changeable(resolve(g, globals_)), hooks.changing,
                       lambda f: hooks.scalar_kind(resolve(f, globals_)))
-    fwd = simplify(register(primal, active, hooks.forward, hooks.rule_for, hooks.forward_soft,
-                            hooks.taped))
+    fwd = simplify(register(primal, active, hooks))
     adj = adjoint(primal, active, hooks)
     return Stages(lifted, primal, fwd, adj)
 

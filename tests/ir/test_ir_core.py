@@ -6,6 +6,7 @@ import operator
 import pytest
 
 from bytegrad.ir import IR, Branch, Global, Slot, Stmt, Var, dot, function, ops, show, verify
+from bytegrad.ir.cfg import CFG
 from bytegrad.ir.ir import copy as copy_ir
 from bytegrad.ir.simplify import dead_args, merge_blocks, prune_unreachable, renumber, simplify, trivial_args
 from bytegrad.ir.verify import IRError
@@ -175,7 +176,7 @@ def test_verifier_rejects_undefined_double_definition_and_missing_terminator():
 # ---------------------------------------------------------------------------
 
 def test_cfg_diamond():
-    cfg = diamond_using(lambda v, x: x).cfg
+    cfg = CFG.of(diamond_using(lambda v, x: x))
     assert cfg.succs == [[2, 1], [3], [3], []]
     assert cfg.preds == [[], [0], [0], [1, 2]]
     assert cfg.order[0] == 0 and cfg.order[-1] == 3
@@ -202,7 +203,7 @@ def loop():
 
 def test_cfg_loop():
     ir = loop()
-    cfg = ir.cfg
+    cfg = CFG.of(ir)
     assert cfg.preds[1] == [0, 2, 4]
     assert cfg.preds[2] == [1] and cfg.preds[3] == [1]
     assert cfg.idom == {0: 0, 1: 0, 2: 1, 3: 1}
@@ -215,10 +216,10 @@ def test_cfg_loop():
 
 def test_cfg_is_cached_and_invalidated():
     ir = loop()
-    assert ir.cfg is ir.cfg
-    first = ir.cfg
+    assert CFG.of(ir) is CFG.of(ir)
+    first = CFG.of(ir)
     ir.block()
-    assert ir.cfg is not first
+    assert CFG.of(ir) is not first
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 import bytegrad
 from bytegrad import stop_gradient
-from bytegrad.ir.ops import WATCH
+from bytegrad.runtime.watch import WATCH
 from checks import check_grad, check_stateful
 
 THIS_FILE = os.path.basename(__file__)

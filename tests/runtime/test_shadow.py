@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from bytegrad.ir.ops import WATCH
+from bytegrad.runtime.watch import WATCH
 from bytegrad.runtime.algebra import OneHot
 from bytegrad.runtime import shadow as _shadow
 from bytegrad.runtime.shadow import Shadow

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from bytegrad.ir.ops import WATCH
+from bytegrad.runtime.watch import WATCH
 from bytegrad.runtime import shadow
 from checks import check_direction, check_grad, in_threads, rnd
 

@@ -1118,3 +1118,24 @@ def test_two_pullbacks_interleaved():
     assert not shared_memory(list(g1) + list(g2) + list(g1b), (W, X, s))
     check_direction(lambda W, X: np.sum(f(W, X) * s), (W, X), g1, (0,))
     check_direction(lambda W, X: np.sum(f(W, X) * s), (W, X), g1, (1,))
+
+
+def branchy(n):
+    """``s = x`` then ``n`` times ``if s > 0: s = s * 1.01 else: s = s - 0.5``: a
+    function of ``4n`` lines whose IR has a block per branch."""
+    lines = ["def f(x):", "    s = x"]
+    lines += ["    if s > 0:\n        s = s * 1.01\n    else:\n        s = s - 0.5"] * n
+    lines.append("    return s")
+    scope = {}
+    exec(compile("\n".join(lines), f"<branchy {n}>", "exec"), scope)
+    return scope["f"]
+
+
+def test_a_long_function_with_a_branch_per_statement():
+    """The IR passes are linear in the function's length: 300 branches transform (this
+    took minutes when simplify rescanned the IR per removed argument)."""
+    f = branchy(300)
+    check_grad(f, 0.3)  # the one arm all the way: s stays positive, or (below) negative
+    check_grad(f, -0.2)
+    stages = bytegrad.stages(f)
+    assert len(stages.lifted.blocks) == 3 * 300 + 1  # (the joins of the arms are not merged away)
