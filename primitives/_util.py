@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.algebra import is_differentiable
 from . import buffers

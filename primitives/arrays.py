@@ -28,7 +28,7 @@ Both the ``np.random.*`` functions (``RandomState``) and ``Generator`` methods
 """
 from __future__ import annotations
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.api import stop_gradient
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule

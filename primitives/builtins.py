@@ -22,7 +22,7 @@ import builtins
 import numbers
 import operator as op
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import unbroadcast as ub

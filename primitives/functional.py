@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 import operator
 
-import numpy as np
+from ._numpy import np
 
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap

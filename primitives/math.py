@@ -27,7 +27,7 @@ from __future__ import annotations
 import cmath
 import math
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import conj, unbroadcast as ub

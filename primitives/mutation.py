@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator as op
 import types
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.algebra import Buffer, accum
 from ..runtime.forward import forward, run_plain

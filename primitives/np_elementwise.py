@@ -67,7 +67,9 @@ import importlib.util
 import math
 import sys
 
-import numpy as np
+import numpy
+
+from ._numpy import np
 
 from ..runtime.mutation import rewrite, wrapping
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
@@ -122,7 +124,7 @@ def _k_div_sqrt(d, u, out, a, c, s):
     """``out = d / (s sqrt(a + c u²))``."""
     for i in range(out.shape[0]):
         v = u[i]
-        out[i] = d[i] / (s * np.sqrt(a + c * v * v))
+        out[i] = d[i] / (s * numpy.sqrt(a + c * v * v))  # (numba knows the module, not np)
 
 
 @kernel

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.algebra import Eye
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured

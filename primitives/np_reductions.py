@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule

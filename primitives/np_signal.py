@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.rules import rule
 from ._named import by_name

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator as op
 
-import numpy as np
+from ._numpy import np
 
 from ..runtime.algebra import accum
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule

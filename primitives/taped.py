@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import operator as op
 
-import numpy as np
+from ._numpy import np
 
 from ..ir.ops import watch
 from ..runtime.algebra import OneHot

@@ -1,0 +1,41 @@
+"""Rebinding a NumPy or math function (a monkeypatch, a test double) changes what the
+user's code calls, and never what a rule computes."""
+import math
+
+import numpy as np
+import pytest
+
+import bytegrad
+
+from checks import arr, check_grad
+
+
+def sum_of_sines(x):
+    return np.sum(np.sin(x))
+
+
+def sine(x):
+    return math.sin(x) * x
+
+
+def test_a_rule_computes_with_the_numpy_it_was_imported_with(monkeypatch):
+    x = arr(4)
+    monkeypatch.setattr(np, "sin", np.cos)  # the rule of np.cos uses sin
+    sines = -np.asarray([math.sin(v) for v in x])  # (np.sin is patched here)
+    np.testing.assert_allclose(bytegrad.grad(lambda x: np.sum(np.cos(x)))(x), sines)
+
+
+def test_user_code_calls_what_the_module_names_now(monkeypatch):
+    x = arr(4)
+    np.testing.assert_allclose(bytegrad.grad(sum_of_sines)(x), np.cos(x))
+    monkeypatch.setattr(np, "sin", np.cos)
+    np.testing.assert_allclose(bytegrad.grad(sum_of_sines)(x), -np.asarray([math.sin(v) for v in x]))
+    check_grad(sum_of_sines, x)
+    monkeypatch.undo()
+    np.testing.assert_allclose(bytegrad.grad(sum_of_sines)(x), np.cos(x))
+
+
+def test_a_rebound_math_function_is_called_and_differentiated(monkeypatch):
+    assert bytegrad.grad(sine)(0.7) == pytest.approx(math.sin(0.7) + 0.7 * math.cos(0.7))
+    monkeypatch.setattr(math, "sin", math.exp)
+    assert bytegrad.grad(sine)(0.7) == pytest.approx(math.exp(0.7) * 1.7)
