@@ -24,7 +24,7 @@ import operator as op
 from ._numpy import np
 
 from ..ir.ops import watch
-from ..runtime.algebra import OneHot
+from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
 from ..runtime.watch import WATCH
@@ -155,14 +155,28 @@ def _element(f):
         if d is None:
             return _NONES
         return None, OneHot(x, i, d), None
-    return record, back
+
+    def into(pop, d, g):
+        """``back``, added into ``x``'s slot ``g`` (an array buffer, in a loop)."""
+        i = pop()
+        if type(i) is not int:
+            return accum(g, _slow_back(i, d)[1])
+        x = pop()
+        if d is None:
+            return g
+        if type(g) is Buffer and g.kind is np.ndarray:
+            g.data[i] += d
+            return g
+        return accum(g, OneHot(x, i, d))
+    return record, back, into
 
 
-def _register(f, record, back):
+def _register(f, record, back, into=None):
     """``f``'s taped rules, named for ``ir dump`` after it (``mul_record``, ``sin_back``)."""
-    for g, part in ((record, "record"), (back, "back")):
-        g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
-    taped(f, record, back)
+    for g, part in ((record, "record"), (back, "back"), (into, "into")):
+        if g is not None:
+            g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
+    taped(f, record, back, into)
 
 
 for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):

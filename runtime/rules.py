@@ -29,7 +29,7 @@ class Rule:
                  taped=None):
         self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
         self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
-        self.taped = taped  # (record, back) putting values on the tape: `taped`
+        self.taped = taped  # (record, back, into) putting values on the tape: `taped`
         self.sparse, self.structured, self.note, self.like = sparse, structured, note, like
         self.aliases, self.keywords = aliases or {}, frozenset(keywords)
         self.plan = None  # the binding of keywords to positions, made on first use
@@ -175,15 +175,17 @@ def returns_scalars(kind, *fs):
         _record(f, returns=kind)
 
 
-def taped(f, record, back):
+def taped(f, record, back, into=None):
     """Give ``f`` rules that put values on the tape, not closures (see
     ``primitives/taped.py``): ``record(push, *args)`` in the forward code and
-    ``back(pop, d)`` in the adjoint, for calls of ``f`` with positional arguments."""
-    _record(f, taped=(record, back))
+    ``back(pop, d)`` in the adjoint, for calls of ``f`` with positional arguments.
+    ``into(pop, d, g)``, for a callee whose gradient goes to its first argument only,
+    returns that argument's gradient slot ``g`` with the gradient added."""
+    _record(f, taped=(record, back, into))
 
 
 def taped_for(f):
-    """``(record, back)`` of ``f``, or None."""
+    """``(record, back, into)`` of ``f``, or None."""
     r = record_of(f)
     return None if r is None else r.taped
 

@@ -96,11 +96,20 @@ class _Adjoint:
     def statement(self, b, v, st):
         """``pb = pop(); if @gv is not None: d = pb(@gv); @gv = None; @gx += d[i]…``, or
         for a statement whose values are on the tape, ``d = back(pop, @gv); @gv = None;
-        @gx += d[i]…`` (``back`` pops them and tests for a gradient itself)."""
+        @gx += d[i]…`` (``back`` pops them and tests for a gradient itself), or where
+        only the first operand takes a gradient, ``@gx = into(pop, @gv, @gx)``."""
         line, gv = st.line, self.slots[v]
-        pair = taped_call(st, self.taped)
-        if pair is not None:
-            d = self.emit(pair[1], self.pop, self.dense(v, st, gv, line), line=line)
+        taped = taped_call(st, self.taped)
+        if taped is not None:
+            _, back, into = taped
+            u = self.dense(v, st, gv, line)
+            if into is not None and self.slot(st.args[0]) is not None and \
+                    not any(self.slot(x) is not None for x in st.args[1:]):
+                s = self.slot(st.args[0])  # (an element read adds into its array's slot)
+                self.emit(into, self.pop, u, s, dest=s, line=line)
+                self.emit(ops.identity, None, dest=gv, line=line)
+                return
+            d = self.emit(back, self.pop, u, line=line)
             self.emit(ops.identity, None, dest=gv, line=line)
             self.gradients(b, st, d, line)
             return

@@ -44,8 +44,8 @@ def recorded(ir, b) -> bool:
 
 
 def taped_call(st, taped):
-    """``(record, back)`` when statement ``st`` puts values on the tape (a constant
-    callee with such rules, called with positional arguments), else None."""
+    """``(record, back, into)`` when statement ``st`` puts values on the tape (a
+    constant callee with such rules, called with positional arguments), else None."""
     if isinstance(st.fn, (Var, Global)) or st.kw:
         return None
     return taped(st.fn)
@@ -58,7 +58,7 @@ def register(ir, active, hooks) -> IR:
     ``watching`` (the runtime's state that ``ops.watch`` consults).  A constant callee
     with a rule (``hooks.rule_for(f)`` is not None) is called through its rule
     directly, saving the dispatch in ``forward``; one with rules that put values on
-    the tape (``hooks.taped(f)`` is ``(record, back)``) becomes ``record(push, args…)``,
+    the tape (``hooks.taped(f)`` is ``(record, back, into)``) becomes ``record(push, args…)``,
     which pushes them itself.  A statement active only through hazards (in
     ``active.soft``) goes through ``forward_soft``.
     """
