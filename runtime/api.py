@@ -28,6 +28,7 @@ def pullback(f, /, *args, wrt=None, **kw):
     n = len(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
+    like, rest = _layout(args, wrt)
     with _COMPUTING, shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
             y, pb = call_function(f, args, kw, wrt=entry)
@@ -46,11 +47,13 @@ def pullback(f, /, *args, wrt=None, **kw):
                 raise
             g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
                 tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
-            if sh.mutated:  # the arguments' gradients left in the shadow; the arguments' final contents
-                g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
-                          for i, (a, x) in enumerate(zip(args, g)))
-                mutation.reapply(sh)
-            return _distinct(g, (args, dy))
+            if not sh.mutated:
+                return _distinct(g, (dy, rest), like)
+            g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
+                      for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
+            g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
+            mutation.reapply(sh)
+            return _distinct(g, (dy, args))  # apart from what the call left in them
     return y, back
 
 
@@ -80,49 +83,133 @@ def _plain(code, n) -> bool:
     return n <= code.co_argcount and not code.co_flags & inspect.CO_VARARGS
 
 
-def _distinct(gs, avoid):
-    """The gradients, each array or list or dict one the caller may change in place:
-    writable, and apart from the other gradients and from what ``avoid`` holds (the
-    arguments, the seed), views included.  The pullback of ``a + b`` hands one array to
-    both sides, and a gradient may be a view of another or of an argument, or the seed."""
-    seen = set()
-    _separate(avoid, seen, _DEPTH)
-    return _separate(gs, seen, _DEPTH)
+def _layout(args, wrt):
+    """``(like, rest)``: what the gradients mirror (the arguments, _ABSENT for those not
+    in ``wrt``, whose gradient stays None) and the arguments not mirrored."""
+    if wrt is None or len(wrt) == len(args):
+        return args, ()
+    like = [_ABSENT] * len(args)
+    for i in wrt:
+        like[i] = args[i]
+    return tuple(like), [a for i, a in enumerate(args) if i not in wrt]
+
+
+def _distinct(gs, avoid, like=None):
+    """The gradients ``gs`` laid out like ``like`` (see _mirror; by default as they are),
+    each array one the caller may change in place: writable, and apart from the other
+    gradients, from the arrays in ``like`` and from what ``avoid`` holds (the seed), views
+    included.  The pullback of ``a + b`` hands one array to both sides, and a gradient may
+    be a view of another or of an argument, or the seed."""
+    if _LEAVES.issuperset(map(type, gs)) and (like is None or _LEAVES.issuperset(map(type, like))):
+        return gs  # numbers for numbers: the usual scalar case, without a walk
+    st = _Walk()
+    out = _mirror(gs, _ABSENT if like is None else like, st, _DEPTH)
+    if not st.kept:  # no array handed on: nothing can be shared
+        return out
+    _hold(avoid, st.avoid, _DEPTH)
+    if st.avoid.isdisjoint(st.kept):
+        return out
+    st.kept.clear()  # an array handed on that the caller holds, met late: walk again
+    return _mirror(out, _ABSENT, st, _DEPTH)
 
 
 _DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)
+_ABSENT = object()  # no input to mirror: a gradient keeps its own layout
 
 
-def _separate(g, seen, depth):
-    """``g`` with every array or container already in ``seen`` (or read-only) copied;
-    adds the rest to ``seen``."""
-    t = type(g)
+class _Walk:
+    """What one walk over the gradients has met: the arrays the caller holds (arguments,
+    seed), the gradients' arrays handed on, the input containers being walked."""
+    __slots__ = ("avoid", "kept", "path")
+
+    def __init__(self):
+        self.avoid, self.kept, self.path = set(), set(), set()
+
+
+def _mirror(g, a, st, depth):
+    """``g``, the gradient of ``a``, laid out like ``a``: a dict with ``a``'s keys in its
+    order, a list or tuple (a named tuple stays one) of its length, None for a leaf with no
+    gradient; an object that got a gradient, a dict of all its fields (one that got none
+    is None, like a leaf: its fields may reach anything).  Entries of ``g`` that ``a``
+    lacks are kept.  Containers are new; an array is copied if read-only, held by the
+    caller or already handed on."""
+    if depth == 0:
+        return g
+    ta, tg = type(a), type(g)
+    if ta is np.ndarray:
+        st.avoid.add(_key(a))
+    elif ta is dict or ta is list or isinstance(a, tuple):
+        fits = g is None or (tg is dict if ta is dict else tg is list or isinstance(g, tuple))
+        if fits and id(a) not in st.path:  # (a container inside itself is mirrored once)
+            st.path.add(id(a))
+            out = (_dict if ta is dict else _seq)(g, a, st, depth - 1)
+            st.path.discard(id(a))
+            return out
+    elif tg is dict and a is not _ABSENT:
+        fs = shadow.fields(a)
+        if fs is not None:
+            return _dict(g, fs, st, depth - 1)
+    if tg is np.ndarray:
+        return _own(g, st)
+    if tg is dict:
+        return _dict(g, _ABSENT, st, depth - 1)
+    if tg is list or isinstance(g, tuple):
+        return _seq(g, _ABSENT, st, depth - 1)
+    return g
+
+
+def _dict(g, a, st, depth):
+    gd = g or {}
+    if a is _ABSENT:
+        return {k: _mirror(v, _ABSENT, st, depth) for k, v in gd.items()}
+    out = {k: _mirror(gd.get(k), v, st, depth) for k, v in a.items()}
+    if not gd.keys() <= out.keys():
+        out.update({k: _mirror(v, _ABSENT, st, depth) for k, v in gd.items() if k not in out})
+    return out
+
+
+def _seq(g, a, st, depth):
+    like, gs = (g, g) if a is _ABSENT else (a, g or ())
+    n, m = len(gs), len(like)
+    if _LEAVES.issuperset(map(type, gs)) and (a is _ABSENT or _LEAVES.issuperset(map(type, like))):
+        out = list(gs) + [None] * (m - n)  # (numbers only: no call per item)
+    else:
+        out = [_mirror(gs[i] if i < n else None, _ABSENT if a is _ABSENT else v, st, depth)
+               for i, v in enumerate(like)]
+        if n > m:
+            out += [_mirror(x, _ABSENT, st, depth) for x in gs[m:]]
+    t = type(like)
+    if t is list:
+        return out
+    return tuple(out) if t is tuple else t(*out) if hasattr(like, "_fields") else t(out)
+
+
+def _own(g, st):
+    key = _key(g)
+    if key in st.kept or key in st.avoid or not g.flags.writeable:
+        return g.copy()
+    st.kept.add(key)
+    return g
+
+
+def _key(x):
+    b = x.base
+    return id(b) if isinstance(b, np.ndarray) else id(x)  # views share their base
+
+
+def _hold(x, keys, depth, met=None):
+    """Adds the arrays inside ``x`` (tuples, lists, dicts) to ``keys``, entering each
+    container once (one holding itself, or shared, must not multiply the walk)."""
+    t = type(x)
     if t is np.ndarray:
-        key = id(g.base if isinstance(g.base, np.ndarray) else g)  # views share their base
-        if key in seen or not g.flags.writeable:
-            return g.copy()
-        seen.add(key)
-        return g
-    if depth == 0 or not (t is dict or t is list or isinstance(g, tuple)):
-        return g
-    if t is not tuple and not hasattr(g, "_fields"):  # a list or dict: it may be changed
-        if id(g) in seen:
-            g = t(g)
-        seen.add(id(g))
-    if t is dict:
-        out = {k: _separate(v, seen, depth - 1) for k, v in g.items()}
-        return g if all(out[k] is v for k, v in g.items()) else out
-    out = None
-    for i, v in enumerate(g):
-        if type(v) in _LEAVES:  # (the usual case, without a call)
-            continue
-        w = _separate(v, seen, depth - 1)
-        if w is not v:
-            out = out or list(g)
-            out[i] = w
-    if out is None:
-        return g
-    return t(*out) if hasattr(g, "_fields") else t(out)
+        keys.add(_key(x))
+    elif depth and (t is dict or t is list or isinstance(x, tuple)):
+        met = set() if met is None else met
+        if id(x) not in met:
+            met.add(id(x))
+            for v in x.values() if t is dict else x:
+                if type(v) not in _LEAVES:
+                    _hold(v, keys, depth - 1, met)
 
 
 _LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})
@@ -166,7 +253,8 @@ def value_and_gradient(f, /, *args, wrt=None, **kw):
     with _COMPUTING:  # until the tape is gone, so the collector never sees it
         y, back = pullback(f, *args, wrt=wrt, **kw)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
-            return y, (None,) * len(args)
+            w = None if wrt is None else _entry(wrt, len(args))[0]
+            return y, _distinct((None,) * len(args), (), _layout(args, w)[0])
         g = back(_seed(y, f))
         del back
     return y, g

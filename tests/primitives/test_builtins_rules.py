@@ -57,7 +57,7 @@ def test_min_max_ties_route_to_first():
 
 
 def test_min_max_default_and_ints():
-    assert gradient(lambda xs, d: min(xs, default=d), [], 2.0) == (None, 1.0)
+    assert gradient(lambda xs, d: min(xs, default=d), [], 2.0) == ([], 1.0)  # a list mirrors its input
     assert gradient(lambda xs, d: max(xs, default=d), [1.0], 2.0) == ([1.0], None)
     assert gradient(lambda a, b: max(a, b), 3, 2.0) == (None, None)  # an int is chosen
     assert gradient(lambda a, b: max(a, b) * 1.0, 1, 2.0) == (None, 1.0)
@@ -78,7 +78,7 @@ def test_sum_kinds():
     check_grad(lambda xs, s: sum(xs, s) * sum(xs, start=s), np.array([1.0, -2.0]), 0.5)
     check_grad(lambda x, y, s: sum([x, y * x, 2], s) * sum((x, y), start=s), 1.5, -0.5, 0.25)
     assert gradient(lambda xs, s: sum(xs, start=s), (1.0, 2.0), 3.0) == ((1.0, 1.0), 1.0)
-    assert gradient(lambda xs: sum(xs), [1, 2]) == (None,)
+    assert gradient(lambda xs: sum(xs), [1, 2]) == ([None, None],)  # ints get None; the list is mirrored
 
 
 def test_sum_of_lists_concatenates():
