@@ -25,11 +25,22 @@ def pullback(f, /, *args, wrt=None, **kw):
     gradients wanted; the others are None and, when ``f`` is a plain function, not
     computed at all.
     """
+    with _COMPUTING:
+        y, reverse = _pullback(f, args, wrt, kw)
+
+    def back(dy):
+        with _COMPUTING:
+            return reverse(dy)
+    return y, back
+
+
+def _pullback(f, args, wrt, kw):
+    """`pullback`, run inside a computation; its ``reverse`` too."""
     n = len(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
     like, rest = _layout(args, wrt)
-    with _COMPUTING, shadow.fresh() as sh:
+    with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
             y, pb = call_function(f, args, kw, wrt=entry)
         else:
@@ -37,24 +48,23 @@ def pullback(f, /, *args, wrt=None, **kw):
     if sh.mutated:
         mutation.seal(sh)
 
-    def back(dy):
-        with _COMPUTING:
-            try:
-                g = pb(dy)
-            except BaseException:
-                if sh.mutated:  # the arguments as the call left them, and no stale entries
-                    mutation.reapply(sh)
-                raise
-            g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
-                tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
-            if not sh.mutated:
-                return _distinct(g, (dy, rest), like)
-            g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
-                      for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
-            g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
-            mutation.reapply(sh)
-            return _distinct(g, (dy, args))  # apart from what the call left in them
-    return y, back
+    def reverse(dy):
+        try:
+            g = pb(dy)
+        except BaseException:
+            if sh.mutated:  # the arguments as the call left them, and no stale entries
+                mutation.reapply(sh)
+            raise
+        g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
+            tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
+        if not sh.mutated:
+            return _distinct(g, (dy, rest), like)
+        g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
+                  for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
+        g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
+        mutation.reapply(sh)
+        return _distinct(g, (dy, args))  # apart from what the call left in them
+    return y, reverse
 
 
 _ENTRIES: dict = {}
@@ -102,6 +112,9 @@ def _distinct(gs, avoid, like=None):
     be a view of another or of an argument, or the seed."""
     if _LEAVES.issuperset(map(type, gs)) and (like is None or _LEAVES.issuperset(map(type, like))):
         return gs  # numbers for numbers: the usual scalar case, without a walk
+    if like is not None and len(avoid) == 2 and _FLAT.issuperset(map(type, gs)) and \
+            _FLAT.issuperset(map(type, like)) and _FLAT.issuperset(map(type, avoid[1])):
+        return _flat(gs, like, avoid)
     st = _Walk()
     out = _mirror(gs, _ABSENT if like is None else like, st, _DEPTH)
     if not st.kept:  # no array handed on: nothing can be shared
@@ -113,8 +126,23 @@ def _distinct(gs, avoid, like=None):
     return _mirror(out, _ABSENT, st, _DEPTH)
 
 
+def _flat(gs, like, avoid):
+    """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
+    the arguments not asked for) are numbers and arrays, no containers to walk: the usual
+    array case."""
+    st = _Walk()
+    for a in (avoid[0], *like, *avoid[1]):
+        if type(a) is np.ndarray:
+            st.avoid.add(_key(a))
+    return tuple(_own(g, st) if type(g) is np.ndarray else g for g in gs)
+
+
 _DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)
-_ABSENT = object()  # no input to mirror: a gradient keeps its own layout
+class _Absent:
+    """No input to mirror: a gradient keeps its own layout."""
+
+
+_ABSENT = _Absent()
 
 
 class _Walk:
@@ -213,6 +241,7 @@ def _hold(x, keys, depth, met=None):
 
 
 _LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})
+_FLAT = _LEAVES | {np.ndarray, _Absent}
 
 
 def stop_gradient(x):
@@ -251,12 +280,12 @@ def gradient(f, /, *args, **kw):
 
 def value_and_gradient(f, /, *args, wrt=None, **kw):
     with _COMPUTING:  # until the tape is gone, so the collector never sees it
-        y, back = pullback(f, *args, wrt=wrt, **kw)
+        y, reverse = _pullback(f, args, wrt, kw)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
             w = None if wrt is None else _entry(wrt, len(args))[0]
             return y, _distinct((None,) * len(args), (), _layout(args, w)[0])
-        g = back(_seed(y, f))
-        del back
+        g = reverse(_seed(y, f))
+        del reverse
     return y, g
 
 
