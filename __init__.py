@@ -7,6 +7,7 @@ from .runtime.errors import NoRuleError, NotScalarError
 from .runtime.forward import Pullback, forward
 from .runtime.rules import DuplicateRuleError, nondifferentiable
 from .runtime.binding import KeywordGradientError
+from .runtime.computing import DepthError
 from .runtime.custom import RuleError, defrule, rule
 from .runtime.utilities import checkpoint, hook, nestlevel
 from . import primitives  # noqa: F401  (registers the rules)
@@ -14,4 +15,5 @@ from . import primitives  # noqa: F401  (registers the rules)
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
            "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
            "UnsupportedError", "NoRuleError", "NotScalarError",
-           "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "hook", "checkpoint", "nestlevel"]
+           "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
+           "hook", "checkpoint", "nestlevel"]

@@ -99,6 +99,7 @@ def test_a_recursion_the_plain_call_can_run_differentiates(default_limit):
 
 
 def test_a_recursion_too_deep_says_where_and_what_to_do(default_limit):
+    assert bytegrad.DepthError is DepthError
     with pytest.raises(DepthError, match=r"test_computing\.py:\d+: maximum recursion depth.*"
                                          r"sys\.setrecursionlimit"):
         bytegrad.grad(_nest)(0.3, 1200)
