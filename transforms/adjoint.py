@@ -28,21 +28,19 @@ the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       br 4 unless %6
       br 3
     2:
-      %7 = algebra.unwrap(@g1)
-      %8 = algebra.unwrap(@g2)
-      %9 = ops.build_tuple(%7, %8)
-      return %9
+      %7 = ops.build_tuple(@g1, @g2)
+      return %7
     3:
-      %10 = %5(@g4)                                  # line 2
+      %8 = %5(@g4)                                   # line 2
       @g4 = ops.identity(None)                       # line 2
-      %11 = operator.getitem(%10, 1)                 # line 2
-      @g2 = algebra.accum(@g2, %11)                  # line 2
-      %12 = operator.getitem(%10, 2)                 # line 2
-      @g2 = algebra.accum(@g2, %12)                  # line 2
+      %9 = operator.getitem(%8, 1)                   # line 2
+      @g2 = algebra.accum(@g2, %9)                   # line 2
+      %10 = operator.getitem(%8, 2)                  # line 2
+      @g2 = algebra.accum(@g2, %10)                  # line 2
       br 2
     4:
-      %13 = mutation.runs_without_gradient(%5)       # line 2
-      br 2 unless %13
+      %11 = mutation.runs_without_gradient(%5)       # line 2
+      br 2 unless %11
       br 3
 """
 from __future__ import annotations
@@ -165,8 +163,8 @@ class _Adjoint:
             if v in self.active:
                 self.statement(b, v, st)
         if b == 0:
-            grads = [self.emit(self.unwrap, self.slots[a]) if a in self.slots else None
-                     for a in self.ir.blocks[0].args]
+            grads = [None if a not in self.slots else self.slots[a] if a not in self.sparse
+                     else self.emit(self.unwrap, self.slots[a]) for a in self.ir.blocks[0].args]
             self.adj.branch(self.cur, Branch("return", args=[self.emit(ops.build_tuple, *grads)]))
             return
         edges = incoming(self.ir, b)
@@ -222,10 +220,11 @@ def use_counts(ir) -> dict:
 
 def may_be_sparse(ir, sparse) -> set:
     """Variables whose gradient slot may hold a sparse gradient: the arguments of
-    callees marked ``sparse`` or not known until run time, and what edges pass
+    callees marked ``sparse`` (a global callee is asked about what it names) or not known
+    until run time, and what edges pass
     to block arguments that may."""
     out = {x for _, _, st in ir.statements()
-           if isinstance(st.fn, (Var, Global)) or sparse(st.fn)  # a dynamic callee may be getitem
+           if isinstance(st.fn, Var) or sparse(st.fn)  # a dynamic callee may be getitem
            for x in st.args if isinstance(x, Var)}
     return flow(ir, out, backward=True)
 

@@ -50,8 +50,22 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
                       lambda g: hooks.changeable(resolve(g, globals_)), hooks.changing,
                       lambda f: hooks.scalar_kind(resolve(f, globals_)))
     fwd = simplify(register(primal, active, hooks))
-    adj = adjoint(primal, active, hooks)
+    adj = adjoint(primal, active, _Resolving(hooks, globals_))
     return Stages(lifted, primal, fwd, adj)
+
+
+class _Resolving:
+    """``hooks`` whose ``sparse`` asks about what a global callee names (the cache makes
+    a new transform if the global is rebound)."""
+
+    def __init__(self, hooks, globals_):
+        self.hooks, self.globals = hooks, globals_
+
+    def __getattr__(self, name):
+        return getattr(self.hooks, name)
+
+    def sparse(self, f):
+        return self.hooks.sparse(resolve(f, self.globals))
 
 
 def resolve(x, globals_):
