@@ -274,11 +274,16 @@ def _scalar_message(f, y, what):
 
 def gradient(f, /, *args, **kw):
     """Gradients of the scalar ``f(*args, **kw)``, one per positional argument (None where
-    there is none)."""
-    return value_and_gradient(f, *args, **kw)[1]
+    there is none).  Every keyword is ``f``'s, ``wrt`` too."""
+    return _value_and_gradient(f, args, None, kw)[1]
 
 
 def value_and_gradient(f, /, *args, wrt=None, **kw):
+    return _value_and_gradient(f, args, wrt, kw)
+
+
+def _value_and_gradient(f, args, wrt, kw):
+    """`value_and_gradient`, its keywords all ``f``'s (a parameter named ``wrt`` too)."""
     with _COMPUTING:  # until the tape is gone, so the collector never sees it
         y, reverse = _pullback(f, args, wrt, kw)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
@@ -297,7 +302,7 @@ def value_and_grad(f, argnums=0):
 
     @functools.wraps(f)
     def vg(*args, **kw):
-        y, gs = value_and_gradient(f, *args, wrt=wanted, **kw)
+        y, gs = _value_and_gradient(f, args, wanted, kw)
         if single:
             return y, gs[wanted[0]]
         gs = tuple(gs[i] for i in wanted)

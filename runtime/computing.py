@@ -11,9 +11,14 @@ once the computation is over.  It is left off if it was off.
 **The recursion limit is scaled.**  One level of a user's recursion runs as two frames
 going forward (``forward`` and the transformed function) and three counted calls going
 back (the pullback object's call and the adjoint), so while a computation runs the limit
-is `FRAMES` times the user's: a recursion reaches the depth the plain call reaches.  A
-recursion that still goes too deep raises `DepthError` (a ``RecursionError``) naming
-the user's line and the fix.
+is `FRAMES` times the user's: a recursion reaches the depth the plain call reaches.  Those
+calls also use the C stack (a plain recursion of Python functions does not), so the
+limit is scaled only where the stack holds the scaled depth with room to spare
+(`_levels`: the main thread, under its stack's size); elsewhere (a raised limit, another
+thread) it stays the user's, so a recursion too deep raises an error rather than
+crashing the interpreter.  A recursion
+that goes too deep raises `DepthError` (a ``RecursionError``) naming the user's line and
+the fix.
 
 Threads share both settings, so they are restored when the last computation in any
 thread ends.
@@ -34,6 +39,23 @@ _resume = False
 _limits = None  # (the user's limit, the scaled one)
 
 
+_BYTES_PER_LEVEL = 4096  # C stack per level of a differentiated recursion: 1-1.5 KB
+
+
+def _levels():
+    """How many levels of a differentiated recursion this thread's C stack holds: the
+    main thread's stack is the process's limit; another thread's size is not known
+    (``threading.stack_size`` tells only what new threads get), so none is assumed."""
+    if threading.current_thread() is not threading.main_thread():
+        return 0
+    try:
+        import resource
+        size = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    except (ImportError, ValueError):
+        size = -1
+    return (size if size > 0 else 8 << 20) // _BYTES_PER_LEVEL
+
+
 class DepthError(RecursionError):
     """A recursion too deep to differentiate under the current recursion limit."""
 
@@ -50,7 +72,8 @@ class computing:
                 _resume = gc.isenabled()
                 gc.disable()
                 user = sys.getrecursionlimit()
-                _limits = (user, user * FRAMES + _MARGIN)
+                scaled = user * FRAMES + _MARGIN
+                _limits = (user, scaled if scaled <= FRAMES * _levels() else user)
                 sys.setrecursionlimit(_limits[1])
             _depth += 1
 

@@ -96,7 +96,7 @@ def _bind(f, args, kw):
     """
     P = inspect.Parameter
     sig = _code_signature(f)
-    ba = sig.bind(*args, **kw)
+    ba = _bind_as_python(sig, args, kw)
     given = set(ba.arguments)
     ba.apply_defaults()
     ps = [sig.parameters[n] for n in _entry_names(f.__code__)]
@@ -115,7 +115,7 @@ def _bind(f, args, kw):
                 kwg.update(algebra.accum(d, sh.take(value)) or {})
             elif p.name not in given:
                 dflt[p.name] = d
-            elif p.name in kw:
+            elif p.name in kw and p.kind is not P.POSITIONAL_ONLY:
                 kwg[p.name] = d
             else:
                 flat.append(d)
@@ -127,6 +127,21 @@ def _bind(f, args, kw):
         flat = flat[:npos] + [None] * (npos - len(flat))
         return (callee, *flat) + ((kwg,) if kw else ())
     return params, unbind
+
+
+def _bind_as_python(sig, args, kw):
+    """``sig.bind(*args, **kw)``, also where a keyword names a positional-only parameter
+    and ``**kw`` takes it (``def f(a, /, **kw)`` called ``f(x, a=y)``), as Python binds it
+    and `inspect` (3.11) does not."""
+    P = inspect.Parameter
+    varkw = next((p.name for p in sig.parameters.values() if p.kind is P.VAR_KEYWORD), None)
+    named = {k for k in kw if k in sig.parameters and sig.parameters[k].kind is P.POSITIONAL_ONLY}
+    if varkw is None or not named:
+        return sig.bind(*args, **kw)
+    ba = sig.bind(*args, **{k: v for k, v in kw.items() if k not in named})
+    rest = ba.arguments.get(varkw, {})
+    ba.arguments[varkw] = {k: v for k, v in kw.items() if k in named or k in rest}
+    return ba
 
 
 def _code_signature(f):

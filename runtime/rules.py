@@ -93,8 +93,9 @@ def rule(*fs, note=None, override=False, like=None, aliases=None, keywords=()):
     def register(r):
         for f in fs:
             old = RULES.get(f)
+            # (taped=None: a new rule replaces the values-on-the-tape rules of the old)
             _record(f, fn=r, note=note or (old.note if old is not None else None),
-                    like=like, aliases=aliases, keywords=keywords)
+                    like=like, aliases=aliases, keywords=keywords, taped=None)
         return r
     return register
 

@@ -106,3 +106,39 @@ def test_a_recursion_too_deep_says_where_and_what_to_do(default_limit):
     assert sys.getrecursionlimit() == default_limit and gc.isenabled()
     with pytest.raises(RecursionError):  # (what a user's except clause names still catches it)
         bytegrad.grad(_nest)(0.3, 1200)
+
+
+_DEEP = """
+import math, sys, threading, bytegrad
+def p(x, n):
+    return x if n == 0 else math.sin(p(x, n - 1)) * 0.5 + x
+def run(depths):
+    for d in depths:
+        try:
+            bytegrad.grad(p)(0.3, d)
+            print(d, "ok")
+        except RecursionError as e:
+            print(d, type(e).__name__)
+"""
+
+
+def _deep(code):
+    import subprocess
+    return subprocess.run([sys.executable, "-c", _DEEP + code], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.regression
+def test_a_raised_limit_gives_an_error_not_a_crash():
+    r = _deep("sys.setrecursionlimit(20000)\nrun([5000, 12000, 15000])")
+    assert r.returncode == 0, r.stderr[-2000:]  # (a scaled 60,000 overflowed the C stack)
+    assert r.stdout.split() == ["5000", "ok", "12000", "DepthError", "15000", "DepthError"]
+
+
+@pytest.mark.regression
+def test_a_thread_with_a_small_stack_gives_an_error_not_a_crash():
+    r = _deep("threading.stack_size(512 * 1024)\n"
+              "t = threading.Thread(target=run, args=([300, 700, 900, 2000],))\nt.start(); t.join()")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["300", "ok", "700", "DepthError", "900", "DepthError",
+                                "2000", "DepthError"]

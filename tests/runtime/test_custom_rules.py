@@ -530,3 +530,14 @@ def f_rule_ret_arr(x):
 @pytest.mark.regression
 def test_rule_returns_array_mutated():
     check_stateful(f_rule_ret_arr, 1.3)
+
+
+@pytest.mark.regression
+def test_an_override_replaces_the_values_on_the_tape_too(restore_rules):
+    import math
+
+    @bytegrad.rule(math.sin, override=True)
+    def _(x):
+        return math.sin(x), lambda dy: (None, dy * 100.0)  # (math.sin's values went on the tape)
+    assert bytegrad.gradient(lambda x: math.sin(x), 0.3) == (100.0,)
+    assert bytegrad.gradient(lambda x: math.sin(x), np.float32(0.3)) == (100.0,)
