@@ -190,9 +190,11 @@ class _Lifter:
         stack[-1] = _Iter(stack[-1].xs, self.emit(operator.getitem, r, 1))
         stack.append(value)
 
-    def emit(self, fn, *args, line=None, **kw):
+    def emit(self, fn, /, *args, **kw):
+        """``fn(*args, **kw)`` at the current line; ``kw`` are the call's own keywords (a
+        user's ``line=`` or ``fn=`` among them)."""
         args = [a.it if isinstance(a, _Iter) else a for a in args]
-        return self.ir.push(self.cur, Stmt(fn, args, kw, line if line is not None else self.line))
+        return self.ir.push(self.cur, Stmt(fn, args, kw, self.line))
 
     def fail(self, what):
         raise UnsupportedError(what, self.code.co_filename, self.line, self.code.co_name)

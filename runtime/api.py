@@ -166,11 +166,12 @@ def _mirror(g, a, st, depth):
     ta, tg = type(a), type(g)
     if ta is np.ndarray:
         st.avoid.add(_key(a))
-    elif ta is dict or ta is list or isinstance(a, tuple):
-        fits = g is None or (tg is dict if ta is dict else tg is list or isinstance(g, tuple))
+    elif ta is dict or ta is list or isinstance(a, (tuple, dict)):  # (dict subclasses too)
+        keyed = isinstance(a, dict)
+        fits = g is None or (tg is dict if keyed else tg is list or isinstance(g, tuple))
         if fits and id(a) not in st.path:  # (a container inside itself is mirrored once)
             st.path.add(id(a))
-            out = (_dict if ta is dict else _seq)(g, a, st, depth - 1)
+            out = (_dict if keyed else _seq)(g, a, st, depth - 1)
             st.path.discard(id(a))
             return out
     elif tg is dict and a is not _ABSENT:

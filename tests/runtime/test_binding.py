@@ -125,3 +125,15 @@ def test_functools_wraps_wrapper_binds_its_own_signature():
     assert bytegrad.grad(power)(3.0) == pytest.approx(6.0)
     assert bytegrad.grad(lambda x: power(x, p=3))(2.0) == pytest.approx(12.0)
     assert bytegrad.grad(lambda x: power(p=3, x=x))(2.0) == pytest.approx(12.0)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("name", ["line", "fn", "self", "args"])
+def test_call_site_keywords_named_like_the_lifter(name):
+    ns = {}
+    exec(f"def h(x, {name}=1.0):\n    return x * {name}\n", ns)
+    h = ns["h"]
+    ns["h"] = h
+    exec(f"def caller(a):\n    return h(a, {name}=5.0)\n", ns)
+    y, (g,) = bytegrad.value_and_gradient(ns["caller"], 0.3)
+    assert y == pytest.approx(1.5) and g == 5.0

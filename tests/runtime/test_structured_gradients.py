@@ -278,3 +278,12 @@ def test_readme_examples_run():
     assert len(runnable) == 2 and any("for k in p:" in b for b in runnable)
     for b in runnable:
         exec(compile(b, "README.md", "exec"), {})
+
+
+@pytest.mark.regression
+def test_dict_subclasses_are_mirrored():
+    import collections
+    for d in (collections.defaultdict(float, {"a": 2.0, "b": 3.0}),
+              collections.OrderedDict([("b", 3.0), ("a", 2.0)])):
+        (g,) = bytegrad.gradient(lambda d: d.get("a") * 2.0, d)
+        assert list(g) == list(d) and g["a"] == 2.0 and g["b"] is None
