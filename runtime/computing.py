@@ -44,16 +44,23 @@ _BYTES_PER_LEVEL = 4096  # C stack per level of a differentiated recursion: 1-1.
 
 def _levels():
     """How many levels of a differentiated recursion this thread's C stack holds: the
-    main thread's stack is the process's limit; another thread's size is not known
-    (``threading.stack_size`` tells only what new threads get), so none is assumed."""
-    if threading.current_thread() is not threading.main_thread():
+    main thread's stack is the process's limit (read once); another thread's size is not
+    known (``threading.stack_size`` tells only what new threads get), so none is assumed."""
+    global _main_levels
+    if threading.get_ident() != _MAIN:
         return 0
-    try:
-        import resource
-        size = resource.getrlimit(resource.RLIMIT_STACK)[0]
-    except (ImportError, ValueError):
-        size = -1
-    return (size if size > 0 else 8 << 20) // _BYTES_PER_LEVEL
+    if _main_levels is None:
+        try:
+            import resource
+            size = resource.getrlimit(resource.RLIMIT_STACK)[0]
+        except (ImportError, ValueError):
+            size = -1
+        _main_levels = (size if size > 0 else 8 << 20) // _BYTES_PER_LEVEL
+    return _main_levels
+
+
+_main_levels = None
+_MAIN = threading.main_thread().ident
 
 
 class DepthError(RecursionError):
