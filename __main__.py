@@ -26,6 +26,9 @@ def load(target: str):
         mod = importlib.import_module(where)
     obj = mod
     for part in name.split("."):
+        if not hasattr(obj, part):
+            raise SystemExit(f"bytegrad: {where} has no {name!r} ({part!r} is missing); "
+                             f"name a function defined there, as FILE.py:FUNC or FILE.py:Class.method")
         obj = getattr(obj, part)
     return getattr(obj, "__wrapped__", obj)
 

@@ -43,3 +43,10 @@ def test_python_dash_m_and_module_target(tmp_path):
                        env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert r.returncode == 0, r.stderr
     assert "# lifted IR of foo" in r.stdout
+
+
+def test_a_missing_function_is_named_without_a_traceback(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "bytegrad", "ir", "dump", f"{write(tmp_path)}:nope"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "has no 'nope'" in r.stderr and "FILE.py:FUNC" in r.stderr
