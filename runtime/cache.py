@@ -33,16 +33,19 @@ class Reading:
     def __getitem__(self, name):
         return self.globals[name]
 
-    def attribute(self, name, attr):
-        """The attribute ``attr`` of the module global ``name`` (None if there is none)."""
-        m = self.read[name, None] = self.globals.get(name, _MISSING)
-        if type(m) is not types.ModuleType:
-            return None
-        v = self.read[name, attr] = getattr(m, attr, _MISSING)
+    def attribute(self, name, path):
+        """The attribute at ``path`` (names, ``("linalg", "norm")``) of the module global
+        ``name``, through modules only (None if there is none)."""
+        v = self.read[name, None] = self.globals.get(name, _MISSING)
+        for part in path:
+            if type(v) is not types.ModuleType:
+                return None
+            v = getattr(v, part, _MISSING)
+        self.read[name, path] = v
         return None if v is _MISSING else v
 
     def decided(self):
-        """``((name, attribute or None, held, weak), …)``: what was read, held weakly
+        """``((name, attribute path or None, held, weak), …)``: what was read, held weakly
         where it can be."""
         out = []
         for (name, attr), v in self.read.items():
@@ -59,7 +62,8 @@ def still_decided(decided, globals_) -> bool:
     for name, attr, held, weak in decided:
         v = globals_.get(name, _MISSING)
         if attr is not None:
-            v = getattr(v, attr, _MISSING)
+            for part in attr:
+                v = getattr(v, part, _MISSING)
         if (held() if weak else held) is not v:
             return False
     return True

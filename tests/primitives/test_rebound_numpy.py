@@ -39,3 +39,15 @@ def test_a_rebound_math_function_is_called_and_differentiated(monkeypatch):
     assert bytegrad.grad(sine)(0.7) == pytest.approx(math.sin(0.7) + 0.7 * math.cos(0.7))
     monkeypatch.setattr(math, "sin", math.exp)
     assert bytegrad.grad(sine)(0.7) == pytest.approx(math.exp(0.7) * 1.7)
+
+
+def norm_of(x):
+    return np.linalg.norm(x) * 2.0
+
+
+def test_functions_of_submodules_are_resolved_and_rebinding_them_is_seen(monkeypatch):
+    x = np.array([3.0, 4.0])
+    np.testing.assert_allclose(bytegrad.grad(norm_of)(x), 2.0 * x / 5.0)
+    assert "= numpy.linalg.norm(%2)" in str(bytegrad.stages(norm_of).primal)
+    monkeypatch.setattr(np.linalg, "norm", lambda v: np.sum(v * v))
+    np.testing.assert_allclose(bytegrad.grad(norm_of)(x), 4.0 * x)
