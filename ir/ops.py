@@ -253,6 +253,20 @@ def bound(x, name):
     return x
 
 
+def resolved(value, expected, name):
+    """``%5 = ops.resolved(%4, numpy.exp, 'np.exp')``: ``%4`` (what ``np.exp`` names now),
+    which must be ``expected``, what it named when the function was transformed and
+    what the transform called in its place.  The program rebinding it while it runs
+    (``np.exp = np.sin`` inside the function, or in a function it calls) raises."""
+    if value is not expected:
+        raise RuntimeError(
+            f"{name} was rebound while the function being differentiated ran (it named "
+            f"{getattr(expected, '__qualname__', expected)} when bytegrad transformed the "
+            f"function, and bytegrad decides what to differentiate then); rebind it before "
+            f"calling bytegrad, or call the function through a local variable")
+    return value
+
+
 def watch(w, pb, y, *operands):
     """``%p2 = ops.watch(W, %p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
     or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be

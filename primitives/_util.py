@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import is_differentiable
 from . import buffers

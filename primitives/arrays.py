@@ -28,7 +28,7 @@ Both the ``np.random.*`` functions (``RandomState``) and ``Generator`` methods
 """
 from __future__ import annotations
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.api import stop_gradient
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule

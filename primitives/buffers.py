@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from ._numpy import np
+from ._frozen import np
 
 SMALL = 1 << 16          # arrays below 64 KiB are left to malloc
 LIMIT = 64 << 20         # the most memory one thread's cache refers to

@@ -22,7 +22,7 @@ import builtins
 import numbers
 import operator as op
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import unbroadcast as ub

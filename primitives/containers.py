@@ -12,7 +12,7 @@ import operator as op
 import threading
 import types
 
-from ._numpy import np
+from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap

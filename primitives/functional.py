@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 import operator
 
-from ._numpy import np
+from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap

@@ -24,10 +24,10 @@ Derivatives that are infinite at a domain edge (``sqrt`` at 0, ``asin`` at ±1) 
 """
 from __future__ import annotations
 
-import cmath
-import math
+from ._frozen import cmath
+from ._frozen import math
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import conj, unbroadcast as ub

@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator as op
 import types
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import Buffer, accum
 from ..runtime.forward import forward, run_plain

@@ -64,12 +64,12 @@ the NumPy path, which from 4096 elements on reuses its temporaries in place.
 from __future__ import annotations
 
 import importlib.util
-import math
+from ._frozen import math
 import sys
 
 import numpy
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.mutation import rewrite, wrapping
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule

@@ -18,7 +18,7 @@ from ``np.sort``'s, with equal values).  ``x.sort()`` sorts in place: a write of
 """
 from __future__ import annotations
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import OneHot
 from ..runtime.mutation import rewrite

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import Eye
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule

@@ -16,7 +16,7 @@ default ``reflect_type='even'``, and ``empty``; the statistic modes
 """
 from __future__ import annotations
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.rules import nograd, rule
 from ._util import _sum_to

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.rules import rule
 from ._named import by_name

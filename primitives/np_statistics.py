@@ -20,7 +20,7 @@ catches rounding only, is not differentiated.  The correlation of a single varia
 """
 from __future__ import annotations
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.rules import rule
 from ._named import by_name

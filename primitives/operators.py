@@ -13,10 +13,10 @@ comparisons, ``is``, ``in``, ``not`` and bitwise operators carry no gradient.
 """
 from __future__ import annotations
 
-import math
+from ._frozen import math
 import operator as op
 
-from ._numpy import np
+from ._frozen import np
 
 from ..runtime.algebra import accum
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule

@@ -18,10 +18,10 @@ of an int operand is None, as everywhere.  With ``d`` None it still pops its ent
 """
 from __future__ import annotations
 
-import math
+from ._frozen import math
 import operator as op
 
-from ._numpy import np
+from ._frozen import np
 
 from ..ir.ops import watch
 from ..runtime.algebra import Buffer, OneHot, accum

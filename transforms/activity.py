@@ -63,12 +63,20 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
             return True
         return False
 
+    aliases = _Aliases(hazard)
     changed = True
     while changed:
         changed = False
+        held = aliases.held(ir, active)
         for blk in ir.blocks:
             for v, st in blk.stmts:
                 const = not isinstance(st.fn, Var)
+                may_change = isinstance(st.fn, (Var, Global)) or changing(st.fn) or "out" in st.kw
+                if may_change and v not in active and aliases.touches(
+                        _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held):
+                    # it may change an object a pullback holds (``x[i]``, then ``i.fill(0)``):
+                    # it must be recorded, so that the object is restored going back
+                    changed |= reach(v, True)
                 if strong(v) or (const and nondiff(st.fn)):
                     continue
                 xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
@@ -81,12 +89,11 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 is_strong = any(map(strong, xs))
                 if is_strong or any(x in active or x in hazard for x in xs):
                     changed |= reach(v, not is_strong)
-                    if isinstance(st.fn, (Var, Global)) or changing(st.fn) or "out" in st.kw:
-                        # it may store into an operand (NumPy writes into `out=`)
-                        hazard.spread(stored)
-                        hazard.spread(owner.get(st.fn, ()))
-                        if isinstance(st.fn, Var):  # or into what it was made from (a partial's object)
-                            hazard.spread(hazard.sources.get(st.fn, ()))
+                if v in active and may_change:  # it may store into an operand (or `out=`)
+                    hazard.spread(stored)
+                    hazard.spread(owner.get(st.fn, ()))
+                    if isinstance(st.fn, Var):  # or into what it was made from (a partial's object)
+                        hazard.spread(hazard.sources.get(st.fn, ()))
             for br in blk.branches:
                 if br.kind != "br":
                     continue
@@ -94,6 +101,35 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                     if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
                         changed |= reach(p, not strong(a))
     return active
+
+
+class _Aliases:
+    """Which values may share objects: those linked by `_Hazards.sources` (what each was
+    computed from), in classes (union-find); immutable numbers share nothing."""
+
+    def __init__(self, hazard):
+        self.up, self.numbers = {}, hazard.numbers
+        for v, xs in hazard.sources.items():
+            for x in xs:
+                if v not in self.numbers and x not in self.numbers:
+                    a, b = self.find(v), self.find(x)
+                    if a != b:
+                        self.up[a] = b
+
+    def find(self, x):
+        while x in self.up:
+            x = self.up[x]
+        return x
+
+    def held(self, ir, active) -> set:
+        """The classes of the objects active statements read: their pullbacks may hold
+        them until the reverse pass."""
+        return {self.find(x) for _, v, st in ir.statements() if v in active
+                for x in st.operands() if isinstance(x, (Var, Global)) and x not in self.numbers}
+
+    def touches(self, xs, held) -> bool:
+        return any(self.find(x) in held for x in xs
+                   if isinstance(x, (Var, Global)) and x not in self.numbers)
 
 
 class _Hazards(set):

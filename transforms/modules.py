@@ -6,52 +6,46 @@ rule, whether it returns numbers, whether its values can go on the tape).  Where
 global names a module whose attribute is a callable, the callee becomes that callable.
 The transform's cache checks, at each call, that the global and the attribute still
 name what they named, so rebinding either (a test double, a monkeypatch) makes a new
-transform.
+transform; and each read is checked where it runs (`ops.resolved`), so a rebinding
+while the function runs raises instead of calling the old function.
 """
 from __future__ import annotations
 
 import types
 
-from ..ir import Global, Var
+from ..ir import Global, Stmt, Var, ops
 
 
 def resolve_modules(ir, attribute):
-    """``ir`` with each ``%v = getattr(M, "name")`` of a global module ``M`` (or of a
-    module reached from one: ``np.linalg.norm``) whose ``attribute(M, path)`` is a
-    callable removed, and ``%v`` replaced by it::
+    """``ir`` where each callable read from a global module ``M`` (or from a module reached
+    from one: ``np.linalg.norm``) whose ``attribute(M, path)`` is known is the callee
+    itself, and the read is checked when it runs (`ops.resolved`)::
 
-        %3 = getattr(math, 'sin')         →     %4 = math.sin(%2)
-        %4 = %3(%2)
+        %3 = getattr(math, 'sin')         →     %3 = getattr(math, 'sin')
+        %4 = %3(%2)                             %5 = ops.resolved(%3, math.sin, 'math.sin')
+                                                %4 = math.sin(%2)
     """
     known, paths = {}, {}  # var → the callable; var → (global, path) of a module
     for blk in ir.blocks:
-        keep = []
+        out = []
         for v, st in blk.stmts:
+            out.append((v, st))
             where = _attribute_of(st, paths)
             f = None if where is None else attribute(*where)
-            if callable(f):
-                known[v] = f
-                continue
             if isinstance(f, types.ModuleType):
                 paths[v] = where
-            keep.append((v, st))
-        blk.stmts[:] = keep
-    if known:
+            elif callable(f):
+                known[v] = f
+                name = ".".join((where[0],) + where[1])
+                out.append((ir.var(), Stmt(ops.resolved, (v, f, name), {}, st.line)))
+        blk.stmts[:] = out
+    if known:  # the callee is the callable itself, everywhere but its check
         swap = lambda x: known.get(x, x) if isinstance(x, Var) else x
         for blk in ir.blocks:
-            blk.stmts[:] = [(v, st.map(swap)) for v, st in blk.stmts]
+            blk.stmts[:] = [(v, st if st.fn is ops.resolved else st.map(swap))
+                            for v, st in blk.stmts]
             blk.branches[:] = [br.map(swap) for br in blk.branches]
-        used = {x for blk in ir.blocks for x in _operands(blk)}
-        for blk in ir.blocks:  # (a module read only on the way to a function: ``np.linalg``)
-            blk.stmts[:] = [(v, st) for v, st in blk.stmts if v not in paths or v in used]
     return ir
-
-
-def _operands(blk):
-    for _, st in blk.stmts:
-        yield from st.operands()
-    for br in blk.branches:
-        yield from br.operands()
 
 
 def _attribute_of(st, paths):

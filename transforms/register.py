@@ -13,6 +13,8 @@ takes the edge's number as an extra argument and pushes it too.  The function re
     ...     return np.dot(x, x) * 2.0
     >>> print(bytegrad.stages(f).primal)
     1: (%1, %2)
+      %3 = getattr(np, 'dot')                        # line 2
+      %6 = ops.resolved(%3, numpy.dot, 'np.dot')     # line 2
       %4 = numpy.dot(%2, %2)                         # line 2
       %5 = operator.mul(%4, 2.0)                     # line 2
       return %5
@@ -20,15 +22,17 @@ takes the edge's number as an extra argument and pushes it too.  The function re
     1: (%1, %2)
       %3 = list()                                    # line 1
       %4 = getattr(%3, 'append')                     # line 1
-      %5 = np_linalg._dot(%2, %2)                    # line 2
-      %6 = ops.unpack(%5, 2)                         # line 2
-      %7 = operator.getitem(%6, 0)                   # line 2
-      %8 = operator.getitem(%6, 1)                   # line 2
-      %9 = ops.watch(WATCH, %8, %7, numpy.dot, %2, %2) # line 2
-      %10 = %4(%9)                                   # line 2
-      %11 = taped.mul_record(%4, %7, 2.0)            # line 2
-      %12 = ops.build_tuple(%11, %3)                 # line 2
-      return %12
+      %5 = getattr(np, 'dot')                        # line 2
+      %6 = ops.resolved(%5, numpy.dot, 'np.dot')     # line 2
+      %7 = np_linalg._dot(%2, %2)                    # line 2
+      %8 = ops.unpack(%7, 2)                         # line 2
+      %9 = operator.getitem(%8, 0)                   # line 2
+      %10 = operator.getitem(%8, 1)                  # line 2
+      %11 = ops.watch(WATCH, %10, %9, numpy.dot, %2, %2) # line 2
+      %12 = %4(%11)                                  # line 2
+      %13 = taped.mul_record(%4, %9, 2.0)            # line 2
+      %14 = ops.build_tuple(%13, %3)                 # line 2
+      return %14
 """
 from __future__ import annotations
 

@@ -51,3 +51,23 @@ def test_functions_of_submodules_are_resolved_and_rebinding_them_is_seen(monkeyp
     assert "= numpy.linalg.norm(%2)" in str(bytegrad.stages(norm_of).primal)
     monkeypatch.setattr(np.linalg, "norm", lambda v: np.sum(v * v))
     np.testing.assert_allclose(bytegrad.grad(norm_of)(x), 4.0 * x)
+
+
+def _swaps_exp(x):
+    old = np.exp
+    np.exp = np.sin  # while the function runs: after bytegrad decided what np.exp is
+    y = np.exp(x)
+    np.exp = old
+    return y
+
+
+@pytest.mark.regression
+def test_a_module_function_rebound_while_the_function_runs_raises(monkeypatch):
+    monkeypatch.setattr(np, "exp", np.exp)  # (put back after the test, whatever happens)
+    with pytest.raises(RuntimeError, match=r"np\.exp was rebound while the function"):
+        bytegrad.gradient(_swaps_exp, 0.5)
+
+
+def test_a_math_rule_computes_with_math_as_it_was_imported(monkeypatch):
+    monkeypatch.setattr(math, "sin", math.cos)  # the rule of math.cos uses sin
+    assert bytegrad.grad(lambda x: math.cos(x) * 1.0)(0.3) == pytest.approx(-0.29552020666133955)

@@ -8,6 +8,7 @@ computed from.
 from math import sin
 
 import numpy as np
+import pytest
 
 import bytegrad
 from bytegrad.ir import Var
@@ -99,3 +100,74 @@ def test_an_index_array_changed_after_use_is_tracked():
         np.place(i, [True, True], [2, 2])
         return np.sum(z * x[i])
     check_stateful(f, arr(3))
+
+
+# An object a pullback holds (an index, a mask, a constant matrix) changed in place
+# afterwards by a call that is otherwise inactive: the change must be recorded, so
+# that the pullback reads the object as it was.
+
+def _clobber(a):
+    a[:] = 1
+
+
+def _index_fill(x):
+    i = np.array([0, 2])
+    y = x[i]
+    i.fill(1)
+    return np.sum(y * np.array([1.0, 5.0]))
+
+
+def _index_imul(x):
+    i = np.array([0, 2])
+    y = x[i]
+    i *= 0
+    return np.sum(y * np.array([1.0, 5.0]))
+
+
+def _index_out(x):
+    i = np.array([0, 2])
+    y = x[i]
+    np.add(i, -1, out=i)
+    return np.sum(y * np.array([1.0, 5.0]))
+
+
+def _list_index_reverse(x):
+    i = [0, 2]
+    y = x[i]
+    i.reverse()
+    return np.sum(y * np.array([1.0, 5.0]))
+
+
+def _index_user_function(x):
+    i = np.array([0, 2])
+    y = x[i]
+    _clobber(i)
+    return np.sum(y * np.array([1.0, 5.0]))
+
+
+def _mask_fill(x):
+    m = np.array([True, False, True])
+    y = np.where(m, x, 0.0)
+    m.fill(False)
+    return np.sum(y * np.array([1.0, 5.0, 7.0]))
+
+
+def _matrix_fill(x):
+    W = np.array([[1.0, 2.0, 0.5], [3.0, 4.0, -1.0]])
+    y = W @ x
+    W.fill(0.0)
+    return np.sum(y * y)
+
+
+def _constant_out(x):
+    coef = np.arange(3.0)
+    y = np.dot(x, coef)
+    np.multiply(coef, 10.0, out=coef)
+    return y * y
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_index_fill, _index_imul, _index_out, _list_index_reverse,
+                               _index_user_function, _mask_fill, _matrix_fill, _constant_out])
+def test_an_object_a_pullback_holds_changed_later_by_an_inactive_call(f):
+    check_stateful(f, np.array([0.5, -1.2, 2.0]))
