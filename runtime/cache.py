@@ -45,26 +45,38 @@ class Reading:
         return None if v is _MISSING else v
 
     def decided(self):
-        """``((name, attribute path or None, held, weak), …)``: what was read, held weakly
-        where it can be."""
+        """``((name, attribute path or None, check, held), …)``: what was read, and how to
+        tell it is unchanged: by identity (held weakly where it can be), or, for a number or
+        string, by its type, which is all a transform decides from (a global learning rate
+        may change at every call without a new transform)."""
         out = []
         for (name, attr), v in self.read.items():
+            if type(v) in _VALUES:
+                out.append((name, attr, _TYPE, type(v)))
+                continue
             try:
-                out.append((name, attr, weakref.ref(v), True))
-            except TypeError:  # ints, lists, dicts, builtins: held as they are
-                out.append((name, attr, v, False))
+                out.append((name, attr, _WEAK, weakref.ref(v)))
+            except TypeError:  # lists, dicts, builtins: held as they are
+                out.append((name, attr, _SAME, v))
         return tuple(out)
 
 
+_VALUES = frozenset({int, float, complex, bool, str, type(None)})
+_SAME, _WEAK, _TYPE = range(3)
+
+
 def still_decided(decided, globals_) -> bool:
-    """Whether each global (or module attribute) in ``decided`` still names the object
-    it named."""
-    for name, attr, held, weak in decided:
+    """Whether each global (or module attribute) in ``decided`` still names what it
+    named (a number or string: one of the same type)."""
+    for name, attr, check, held in decided:
         v = globals_.get(name, _MISSING)
         if attr is not None:
             for part in attr:
                 v = getattr(v, part, _MISSING)
-        if (held() if weak else held) is not v:
+        if check is _TYPE:
+            if type(v) is not held:
+                return False
+        elif (held() if check is _WEAK else held) is not v:
             return False
     return True
 

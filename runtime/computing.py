@@ -15,8 +15,8 @@ is `FRAMES` times the user's: a recursion reaches the depth the plain call reach
 calls also use the C stack (a plain recursion of Python functions does not), so the
 limit is scaled only where the stack holds the scaled depth with room to spare
 (`_levels`: the main thread, under its stack's size); elsewhere (a raised limit, another
-thread) it stays the user's, so a recursion too deep raises an error rather than
-crashing the interpreter.  A recursion
+thread, or the main thread while another thread computes) it stays the user's, so a
+recursion too deep raises an error rather than crashing the interpreter.  A recursion
 that goes too deep raises `DepthError` (a ``RecursionError``) naming the user's line and
 the fix.
 
@@ -82,6 +82,13 @@ class computing:
                 scaled = user * FRAMES + _MARGIN
                 _limits = (user, scaled if scaled <= FRAMES * _levels() else user)
                 sys.setrecursionlimit(_limits[1])
+            elif _limits[1] != _limits[0] and threading.get_ident() != _MAIN:
+                # another thread's stack may not hold the main thread's scaled depth
+                try:
+                    sys.setrecursionlimit(_limits[0])
+                    _limits = (_limits[0], _limits[0])
+                except RecursionError:  # (this thread is deeper than that already)
+                    pass
             _depth += 1
 
     def __exit__(self, kind, e, tb):
@@ -93,18 +100,20 @@ class computing:
                     gc.enable()
                 if sys.getrecursionlimit() == _limits[1]:  # (unless the user's code set it)
                     sys.setrecursionlimit(_limits[0])
-        if kind is RecursionError and _depth == 0:
+        if kind is RecursionError:  # (a DepthError from an inner computation is not one)
             raise _too_deep(tb) from e
 
 
 def _too_deep(tb):
     file, line = _user_line(tb)
+    user, limit = _limits
+    raised = f"so it raised the limit to {limit} while it ran" if limit != user else \
+        "and did not raise it (in another thread than the main one, or past what the stack holds)"
     return DepthError(
         f"{file}:{line}: maximum recursion depth exceeded while differentiating (the "
-        f"recursion limit is {_limits[0]}, and bytegrad runs up to {FRAMES} frames per level "
-        f"of your recursion, so it raised the limit to {_limits[1]} while it ran); raise it "
-        f"before calling bytegrad, with sys.setrecursionlimit(n) where n is what the plain "
-        f"call needs, or write the recursion as a loop")
+        f"recursion limit is {user}, bytegrad runs up to {FRAMES} frames per level of your "
+        f"recursion, {raised}); raise the limit before calling bytegrad, with "
+        f"sys.setrecursionlimit(n), or write the recursion as a loop")
 
 
 _OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep, \

@@ -4,6 +4,7 @@ import gc
 import math
 import weakref
 
+import numpy as np
 import pytest
 
 import bytegrad
@@ -63,3 +64,19 @@ def test_the_cache_keeps_no_module_alive():
     gc.collect()
     assert gone() is None
     assert not _cached(key)  # dropped with its code
+
+
+def test_a_global_number_that_changes_keeps_its_transform():
+    ns = {"scale": 2.0}
+    exec(compile("def f(x):\n    return x * scale\n", "<scaled>", "exec"), ns)
+    assert bytegrad.grad(ns["f"])(1.0) == 2.0
+    made = [c for k, cs in fwd._CACHE.entries.items() for c in cs
+            if (k if type(k) is int else k[0]) == id(ns["f"].__code__)]
+    for scale in (3.0, 0.5, 7.25):
+        ns["scale"] = scale
+        assert bytegrad.grad(ns["f"])(1.0) == scale  # the value read now, the same transform
+    again = [c for k, cs in fwd._CACHE.entries.items() for c in cs
+             if (k if type(k) is int else k[0]) == id(ns["f"].__code__)]
+    assert again == made
+    ns["scale"] = np.array(3.0)  # another type: decided again
+    assert bytegrad.grad(ns["f"])(1.0) == 3.0

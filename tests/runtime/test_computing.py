@@ -142,3 +142,27 @@ def test_a_thread_with_a_small_stack_gives_an_error_not_a_crash():
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["300", "ok", "700", "DepthError", "900", "DepthError",
                                 "2000", "DepthError"]
+
+
+@pytest.mark.regression
+def test_a_small_stack_thread_computing_beside_the_main_thread_gives_an_error_not_a_crash():
+    r = _deep("""
+import time
+threading.stack_size(256 * 1024)
+done = []
+def worker():
+    time.sleep(0.2)  # (starts while the main thread is inside a gradient)
+    run([400])
+    done.append(1)
+def longf(x):
+    s = 0.0
+    for i in range(50000):
+        s = s + x * 1e-3
+    return s
+t = threading.Thread(target=worker); t.start()
+while not done:
+    bytegrad.gradient(longf, 0.5)
+t.join()
+""")
+    assert r.returncode == 0, r.stderr[-2000:]  # (the main thread's scaled limit overflowed it)
+    assert r.stdout.split() == ["400", "DepthError"]
