@@ -31,7 +31,8 @@ class Activity(set):
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
-             changing=lambda f: False, scalar_kind=lambda f: None) -> Activity:
+             changing=lambda f: False, scalar_kind=lambda f: None,
+             settled=lambda f: False) -> Activity:
     """The active variables of ``ir``.
 
     ``wrt`` (indices into the entry block's arguments) limits the arguments that
@@ -40,7 +41,10 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     an array; not a module or a function); ``changing(f)`` whether callee ``f`` may
     change its arguments in place (``operator.iadd``), like any callee known only at
     run time.  ``scalar_kind(f)`` says what ``f`` returns (see `scalars`): an immutable
-    number is never a hazard, since nothing can change it in place.
+    number is never a hazard, since nothing can change it in place.  ``settled(g)``
+    says whether global callee ``g`` names a callable that changes no argument
+    (``range``, ``len``: no gradient, or a number), not code that might (a user's
+    function, or a rule that calls one: ``sorted(xs, key=acc.add)``).
     """
     args = ir.blocks[0].args
     active = Activity(args if wrt is None else (args[i] for i in wrt))
@@ -71,7 +75,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
         for blk in ir.blocks:
             for v, st in blk.stmts:
                 const = not isinstance(st.fn, Var)
-                may_change = isinstance(st.fn, (Var, Global)) or changing(st.fn) or "out" in st.kw
+                may_change = isinstance(st.fn, Var) or changing(st.fn) or "out" in st.kw or \
+                    isinstance(st.fn, Global) and not settled(st.fn)
                 if may_change and v not in active and aliases.touches(
                         _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held):
                     # it may change an object a pullback holds (``x[i]``, then ``i.fill(0)``):

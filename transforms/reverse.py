@@ -46,9 +46,11 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     primal = unify_returns(lifted)
     if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
         primal = resolve_modules(primal, globals_.attribute)
-    active = activity(primal, lambda f: hooks.nondiff(resolve(f, globals_)), hooks.effectful, wrt,
-                      lambda g: hooks.changeable(resolve(g, globals_)), hooks.changing,
-                      lambda f: hooks.scalar_kind(resolve(f, globals_)))
+    known = lambda f: resolve(f, globals_)
+    active = activity(primal, lambda f: hooks.nondiff(known(f)), hooks.effectful, wrt,
+                      lambda g: hooks.changeable(known(g)), lambda f: hooks.changing(known(f)),
+                      lambda f: hooks.scalar_kind(known(f)),
+                      lambda f: hooks.nondiff(known(f)) or hooks.scalar_kind(known(f)) is not None)
     fwd = simplify(register(primal, active, hooks))
     adj = adjoint(primal, active, _Resolving(hooks, globals_))
     return Stages(lifted, primal, fwd, adj)
