@@ -47,7 +47,8 @@ def _slow_back(pb, d):
     return pb(d)
 
 
-_REAL = frozenset({float, int, _F64})  # (not bool, complex, nor float32: they take the rule)
+_FLOATS = frozenset({float, _F64})
+_REAL = _FLOATS | {int}  # (not bool, complex, nor float32: they take the rule)
 
 
 def _signed(f, sign):
@@ -95,8 +96,7 @@ def _operands(f, grads):
 def _power(f):
     """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
     def record(push, a, n):
-        ta = type(a)
-        if (ta is float or ta is _F64) and type(n) is int:
+        if type(a) in _FLOATS and type(n) is int:
             push(a)
             push(n)
             return a ** n
@@ -116,8 +116,7 @@ def _power(f):
 def _unary(f, df):
     """``f(x)`` of ``math`` for a float ``x``: pushes ``x`` and ``y``."""
     def record(push, x):
-        t = type(x)
-        if t is float or t is _F64:
+        if type(x) in _FLOATS:
             y = f(x)
             push(x)
             push(y)

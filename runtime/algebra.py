@@ -105,9 +105,6 @@ def accum(a, b):
     ta, tb = type(a), type(b)
     if ta in _NUMBERS and tb in _NUMBERS:
         return a + b
-    if ta is Buffer and tb is OneHot and a.kind is np.ndarray:  # an element read, in a loop
-        a.data[b.index] += b.value
-        return a
     if ta is Eye or tb is Eye:
         return accum(unwrap(a), unwrap(b))
     if ta is Buffer:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 
 from .algebra import is_differentiable
+from .errors import full_name
 from .rules import Lazy
 
 _EMPTY = inspect.Parameter.empty
@@ -108,9 +109,7 @@ class _Keywords(dict):
 
 
 def _unknown_message(f, name):
-    mod = getattr(f, "__module__", None)
-    fname = getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
-    full = f"{mod}.{fname}" if mod and mod != "builtins" else fname
+    full, fname = full_name(f), getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
     return (f"{full}(..., {name}=...): the rule of {full} gives no gradient for the keyword "
             f"argument {name!r}, and a differentiable value was passed there. Pass a constant "
             f"(bytegrad.stop_gradient(value)) if it should get none, or register a rule with "

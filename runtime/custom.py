@@ -35,6 +35,7 @@ import functools
 import types
 
 from . import rules
+from .errors import full_name
 from .rules import Lazy
 
 
@@ -102,15 +103,9 @@ def _check_target(f):
         fix = target.__qualname__ if target is not None else f"{type(f.__self__).__name__}.{f.__name__}"
         if isinstance(f.__self__, type):
             fix += ".__func__"
-        raise TypeError(f"bytegrad.rule: {_name(f)} is a bound method, made anew on each access, "
+        raise TypeError(f"bytegrad.rule: {full_name(f)} is a bound method, made anew on each access, "
                         f"so a rule for it would never be found; register the function itself: "
                         f"bytegrad.rule({fix}), whose first argument is self")
-
-
-def _name(f):
-    mod = getattr(f, "__module__", None)
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-    return f"{mod}.{name}" if mod and mod != "builtins" else name
 
 
 def _checked(r, f):
@@ -119,7 +114,7 @@ def _checked(r, f):
     def checked(*args, **kw):
         out = r(*args, **kw)
         if not (isinstance(out, tuple) and len(out) == 2 and callable(out[1])):
-            raise RuleError(f"the rule {_name(r)} of {_name(f)} returned {_describe(out)}; a rule "
+            raise RuleError(f"the rule {full_name(r)} of {full_name(f)} returned {_describe(out)}; a rule "
                             f"returns a pair (y, back) with back(dy) → (d_f, d_arg1, …)")
         y, back = out
         return y, _checked_back(back, r, f, len(args), bool(kw))
@@ -137,9 +132,9 @@ def _checked_back(back, r, f, n, keywords):
 
 def _back_message(r, f, n, g):
     ds = ", ".join(["None"] + [f"d{i}" for i in range(1, n + 1)]) + ("," if n == 0 else "")
-    return (f"the pullback of the rule {_name(r)} of {_name(f)} returned {_describe(g)}, "
+    return (f"the pullback of the rule {full_name(r)} of {full_name(f)} returned {_describe(g)}, "
             f"but this call has {n} positional argument(s), so it must return a tuple of "
-            f"{n + 1}: the gradient of {_name(f)} itself (None for a plain function) and one "
+            f"{n + 1}: the gradient of {full_name(f)} itself (None for a plain function) and one "
             f"per argument, e.g. `lambda dy: ({ds})`")
 
 

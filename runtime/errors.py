@@ -4,14 +4,20 @@ import os
 import sys
 
 
+def full_name(f) -> str:
+    """``module.qualname`` of callable ``f``, as a user would write it (``operator.setitem``,
+    not ``_operator.setitem``; a builtin by its name alone)."""
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    mod = getattr(f, "__module__", None)
+    mod = mod.lstrip("_") if mod else mod
+    return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
 class NoRuleError(TypeError):
     """A callable without a rule or Python bytecode received a differentiable value."""
 
     def __init__(self, f, filename, line):
-        name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-        mod = getattr(f, "__module__", None)
-        mod = mod.lstrip("_") if mod else mod  # _operator.setitem is operator.setitem
-        full = f"{mod}.{name}" if mod and mod != "builtins" else name
+        full = full_name(f)
         self.callable, self.filename, self.line = f, filename, line
         if isinstance(f, type) and f.__module__ != "builtins":
             super().__init__(

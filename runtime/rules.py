@@ -8,6 +8,8 @@ gradient) except for callables marked `effectful`.  Rules are found by the calla
 """
 from __future__ import annotations
 
+from .errors import full_name
+
 
 class Rule:
     """Everything known about one callable: its rule ``fn`` (None for a callable that is
@@ -71,8 +73,7 @@ def refuse_duplicates(fs):
         old = RULES.get(f)
         if old is not None and old.fn is not None:
             raise DuplicateRuleError(
-                f"{getattr(f, '__qualname__', f)!s} already has the rule "
-                f"{getattr(old.fn, '__module__', '')}.{getattr(old.fn, '__qualname__', old.fn)}; "
+                f"{full_name(f)} already has the rule {full_name(old.fn)}; "
                 f"pass override=True to replace it")
 
 
@@ -185,17 +186,6 @@ def taped(f, record, back, into=None):
     _record(f, taped=(record, back, into))
 
 
-def taped_for(f):
-    """``(record, back, into)`` of ``f``, or None."""
-    r = record_of(f)
-    return None if r is None else r.taped
-
-
-def scalar_kind(f):
-    r = record_of(f)
-    return None if r is None else r.returns
-
-
 def record_of(f):
     """The `Rule` of ``f``, or None (also for an unhashable callable)."""
     try:
@@ -204,29 +194,24 @@ def record_of(f):
         return None
 
 
-def is_nondiff(f) -> bool:
-    r = record_of(f)
-    return r is not None and r.nondiff
+def _reading(field, absent):
+    """The predicate giving ``field`` of a callable's `Rule` (``absent`` without one)."""
+    def read(f):
+        r = record_of(f)
+        return absent if r is None else getattr(r, field)
+    read.__name__ = read.__qualname__ = f"{field}_of"
+    return read
 
 
-def is_effectful(f) -> bool:
-    r = record_of(f)
-    return r is not None and r.effectful
-
-
-def is_changing(f) -> bool:
-    r = record_of(f)
-    return r is not None and r.changes_args
-
-
-def is_sparse(f) -> bool:
-    r = record_of(f)
-    return r is not None and r.sparse
-
-
-def is_structured(f) -> bool:
-    r = record_of(f)
-    return r is not None and r.structured
+# What the transforms and the runtime ask about a callable (the `_Hooks` of forward.py).
+is_nondiff = _reading("nondiff", False)
+is_effectful = _reading("effectful", False)
+is_changing = _reading("changes_args", False)
+is_sparse = _reading("sparse", False)
+is_structured = _reading("structured", False)
+scalar_kind = _reading("returns", None)  # "scalar", "arith", "range" (`returns_scalars`)
+taped_for = _reading("taped", None)  # (record, back, into) (`taped`)
+rule_for = _reading("fn", None)  # the rule function
 
 
 _NOGRAD = {}
@@ -239,9 +224,3 @@ def nograd(n: int):
         zeros = (None,) * (n + 1)
         pb = _NOGRAD[n] = lambda dy: zeros
     return pb
-
-
-def rule_for(f):
-    """The rule function of ``f``, or None."""
-    r = record_of(f)
-    return None if r is None else r.fn

@@ -46,28 +46,32 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     primal = unify_returns(lifted)
     if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
         primal = resolve_modules(primal, globals_.attribute)
-    known = lambda f: resolve(f, globals_)
-    active = activity(primal, lambda f: hooks.nondiff(known(f)), hooks.effectful, wrt,
-                      lambda g: hooks.changeable(known(g)), lambda f: hooks.changing(known(f)),
-                      lambda f: hooks.scalar_kind(known(f)),
-                      lambda f: hooks.nondiff(known(f)) or hooks.scalar_kind(known(f)) is not None)
-    fwd = simplify(register(primal, active, hooks))
-    adj = adjoint(primal, active, _Resolving(hooks, globals_))
+    h = _Resolving(hooks, globals_)
+    active = activity(primal, h.nondiff, hooks.effectful, wrt, h.changeable, h.changing,
+                      h.scalar_kind, h.settled)
+    fwd = simplify(register(primal, active, h))
+    adj = adjoint(primal, active, h)
     return Stages(lifted, primal, fwd, adj)
 
 
 class _Resolving:
-    """``hooks`` whose ``sparse`` asks about what a global callee names (the cache makes
-    a new transform if the global is rebound)."""
+    """``hooks`` whose predicates about a callee (or a global's value) ask about what a
+    `Global` names (the cache makes a new transform if the global is rebound)."""
+
+    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse")
 
     def __init__(self, hooks, globals_):
-        self.hooks, self.globals = hooks, globals_
+        self.hooks = hooks
+        for name in self._ABOUT:
+            setattr(self, name, lambda f, ask=getattr(hooks, name): ask(resolve(f, globals_)))
 
     def __getattr__(self, name):
         return getattr(self.hooks, name)
 
-    def sparse(self, f):
-        return self.hooks.sparse(resolve(f, self.globals))
+    def settled(self, f) -> bool:
+        """Whether ``f`` changes none of its arguments (``range``, ``len``: no gradient, or
+        a number), unlike code that might (a user's function, or a rule that calls one)."""
+        return self.nondiff(f) or self.scalar_kind(f) is not None
 
 
 def resolve(x, globals_):

@@ -32,8 +32,8 @@ def _recorded(f):
 def test_in_place_accumulation_of_numbers_records_what_rebinding_records():
     assert len(_recorded(rosen_inplace)) == len(_recorded(rosen_rebound))
     x = arr(6)
-    np.testing.assert_allclose(bytegrad.grad(rosen_inplace)(x), bytegrad.grad(rosen_rebound)(x))
     check_grad(rosen_inplace, x)
+    check_grad(rosen_rebound, x)
 
 
 def test_counters_and_bounds_of_a_loop_stay_plain():
