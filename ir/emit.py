@@ -12,15 +12,15 @@ from __future__ import annotations
 import operator
 import types
 
-from bytecode import Bytecode, Compare, Instr, Label
+from bytecode import Bytecode, Instr, Label
 
 from . import ops
 from .cfg import CFG
-from .decode import BINARY_OPS, COMPARE_OPS, UNARY_OPS
+from .cpython import BINARY_OPS, COMPARE_OPS, UNARY_OPS, WRITER
 from .ir import Global, Slot, Var
 
 _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
-_COMPARE = {f: Compare(i) for i, f in enumerate(COMPARE_OPS)}
+_COMPARE = {f: i for i, f in enumerate(COMPARE_OPS)}
 _UNARY = {f: name for name, f in UNARY_OPS.items()}
 _BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
           ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
@@ -65,6 +65,11 @@ class _Emitter:
     def i(self, name, arg=_NOARG, line=None):
         self.out.append(Instr(name, lineno=line) if arg is _NOARG else Instr(name, arg, lineno=line))
 
+    def put(self, items, line):
+        """Append what `WRITER` names: ``(name, arg)``, ``(name,)`` or a Label."""
+        for x in items:
+            self.out.append(x) if isinstance(x, Label) else self.i(*x, line=line)
+
     def load(self, x, line):
         x = self.alias.get(x, x)
         if self.record is not None and isinstance(x, Var):
@@ -96,7 +101,7 @@ class _Emitter:
             self.i("BINARY_OP", _BINARY[fn], line)
         elif native and fn in _COMPARE and len(args) == 2:
             self.loads(args, line)
-            self.i("COMPARE_OP", _COMPARE[fn], line)
+            self.put(WRITER.compare(_COMPARE[fn]), line)
         elif native and fn in (operator.is_, operator.is_not) and len(args) == 2:
             self.loads(args, line)
             self.i("IS_OP", int(fn is operator.is_not), line)
@@ -105,7 +110,7 @@ class _Emitter:
             self.i("CONTAINS_OP", int(fn is ops.not_contains), line)
         elif native and fn in _UNARY and len(args) == 1:
             self.loads(args, line)
-            self.i(_UNARY[fn], line=line)
+            self.put(WRITER.unary(_UNARY[fn]), line)
         elif native and fn is operator.getitem and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_SUBSCR", line=line)
@@ -115,7 +120,7 @@ class _Emitter:
             return False
         elif native and fn is getattr and len(args) == 2 and type(args[1]) is str:
             self.load(args[0], line)
-            self.i("LOAD_ATTR", args[1], line)
+            self.put(WRITER.load_attr(args[1]), line)
         elif native and fn is setattr and len(args) == 3 and type(args[1]) is str:
             self.loads([args[2], args[0]], line)
             self.i("STORE_ATTR", args[1], line)
@@ -211,7 +216,7 @@ class _Emitter:
                 or self.pos[brs[0].target] != self.pos[b] + 1:
             return False
         self.load(brs[0].cond, brs[0].line)
-        self.jump(b, brs[1].target, brs[1].line, "TRUE")
+        self.jump(b, brs[1].target, brs[1].line, True)
         self.inline = {}
         return True
 
@@ -244,10 +249,11 @@ class _Emitter:
         """``LOAD it; FOR_ITER exit; STORE value; POP_TOP (the iterator)``, then the body.
 
         FOR_ITER jumps forward only: to the exit block itself when that follows
-        and needs no arguments, else to a stub after the jump into the body.
+        and needs no arguments (and the interpreter needs no `WRITER.LOOP_EXIT`
+        there), else to a stub after the jump into the body.
         """
         line = out.line
-        direct = not self.passes(out) and self.pos[out.target] > self.pos[b]
+        direct = not self.passes(out) and self.pos[out.target] > self.pos[b] and not WRITER.LOOP_EXIT
         exit_ = self.labels[out.target] if direct else Label()
         self.load(it, line)
         self.i("FOR_ITER", exit_, line)
@@ -259,6 +265,7 @@ class _Emitter:
         self.branch(b, body, direct)
         if not direct:
             self.out.append(exit_)
+            self.put(WRITER.LOOP_EXIT, line)
             self.assign(out.target, out.args, line)
             self.jump(b, out.target, line)
 
@@ -269,34 +276,30 @@ class _Emitter:
         slow, end = Label(), Label()
         self.call(type, args[1:2], {}, line)
         self.load(w, line)
-        self.i("LOAD_ATTR", "kinds", line)
+        self.put(WRITER.load_attr("kinds"), line)
         self.i("CONTAINS_OP", 0, line)
-        self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
+        self.put(WRITER.jump_if(True, slow, forward=True), line)
         self.load(w, line)
-        self.i("LOAD_ATTR", "all", line)
-        self.i("POP_JUMP_FORWARD_IF_TRUE", slow, line)
+        self.put(WRITER.load_attr("all"), line)
+        self.put(WRITER.jump_if(True, slow, forward=True), line)
         self.load(args[0], line)
         self.i("JUMP_FORWARD", end, line)
         self.out.append(slow)
-        self.i("PUSH_NULL", line=line)
+        self.put(WRITER.before_callee(), line)
         self.load(w, line)
-        self.i("LOAD_ATTR", "watcher", line)
+        self.put(WRITER.load_attr("watcher") + WRITER.after_callee(), line)
         self.loads(args, line)
         self.i("BUILD_TUPLE", len(args) - 2, line)  # the callee and its arguments
-        self.i("PRECALL", 3, line)
-        self.i("CALL", 3, line)
+        self.put(WRITER.call(3), line)
         self.out.append(end)
 
     def call(self, fn, args, kw, line):
-        self.i("PUSH_NULL", line=line)
+        self.put(WRITER.before_callee(), line)
         self.load(fn, line)
+        self.put(WRITER.after_callee(), line)
         self.loads(args, line)
         self.loads(kw.values(), line)
-        if kw:
-            self.i("KW_NAMES", tuple(kw), line)
-        n = len(args) + len(kw)
-        self.i("PRECALL", n, line)
-        self.i("CALL", n, line)
+        self.put(WRITER.call(len(args) + len(kw), tuple(kw)), line)
 
     def store(self, v, line):
         if v in self.used or isinstance(v, Slot):
@@ -314,7 +317,7 @@ class _Emitter:
         if cond is None:
             self.i("JUMP_FORWARD" if fwd else "JUMP_BACKWARD", self.labels[t], line)
         else:
-            self.i(f"POP_JUMP_{'FORWARD' if fwd else 'BACKWARD'}_IF_{cond}", self.labels[t], line)
+            self.put(WRITER.jump_if(cond, self.labels[t], fwd), line)
 
     def assign(self, t, args, line):
         params = self.ir.blocks[t].args
@@ -337,11 +340,11 @@ class _Emitter:
                 self.jump(b, br.target, line)
         elif not self.passes(br):
             self.load(br.cond, line)
-            self.jump(b, br.target, line, "FALSE")
+            self.jump(b, br.target, line, False)
         else:
             skip = Label()
             self.load(br.cond, line)
-            self.i("POP_JUMP_FORWARD_IF_TRUE", skip, line)
+            self.put(WRITER.jump_if(True, skip, forward=True), line)
             self.assign(br.target, br.args, line)
             self.jump(b, br.target, line)
             self.out.append(skip)

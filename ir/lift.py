@@ -40,7 +40,7 @@ from bytecode import Label
 
 from . import ops
 from .cfg import flow
-from .decode import decode
+from .cpython import decode
 from .errors import UnsupportedError
 from .ir import IR, Branch, Global, Meta, Stmt, Var
 from .simplify import simplify, substitute
@@ -229,6 +229,11 @@ class _Lifter:
 
     def op_LOAD_FAST(self, arg, stack, env, bb):
         stack.append(self._local(env, arg))
+
+    def op_LOAD_FAST_AND_CLEAR(self, arg, stack, env, bb):
+        """Save a local an inlined comprehension reuses (unbound: UNDEF), and unbind it."""
+        stack.append(env.get(arg, ops.UNDEF))
+        env[arg] = ops.UNDEF
 
     def op_STORE_FAST(self, arg, stack, env, bb):
         env[arg] = stack.pop()

@@ -1,0 +1,51 @@
+"""Everything that depends on the CPython version lives in this package.
+
+`decode(code)` turns a code object into the lifter's instruction stream: `Op(name,
+arg, line)` items and `bytecode.Label`s, in 3.11's terms whatever the interpreter.
+Jumps lose their direction (``POP_JUMP_BACKWARD_IF_FALSE`` → ``POP_JUMP_IF_FALSE``),
+operators become ``OPERATOR (fn, n)``, the call protocol is 3.11's
+(``LOAD_GLOBAL (True, f)`` → ``PUSH_NULL; LOAD_GLOBAL f``; no ``PRECALL``), and the
+constructs the lifter cannot handle raise `UnsupportedError` naming the construct
+and the source line.  `WRITER` names the instructions the emitter writes.
+
+Each version is a module, ``py311``, ``py312``, ``py313``; each subclasses the one
+before and overrides only what its interpreter changed (the module docstrings
+list it).
+
+A generator expression is decoded as an eager function (a generator function is
+still refused): ``RETURN_GENERATOR`` and its ``POP_TOP`` become ``BUILD_LIST 0``,
+an accumulator that stays at the bottom of the stack; each ``YIELD_VALUE`` becomes
+``YIELD_TO_LIST`` (append to the accumulator; the yield's value is None); the final
+``LOAD_CONST None; RETURN_VALUE`` returns ``iter(accumulator)``::
+
+    (x * x for x in .0)   →   acc = []; for x in .0: acc.append(x * x); return iter(acc)
+
+so every item is computed when the expression is created, not when it is consumed.
+"""
+from __future__ import annotations
+
+import sys
+
+from .py311 import BINARY_OPS, COMPARE_OPS, UNARY_OPS, Op
+
+SUPPORTED = ((3, 11), (3, 12), (3, 13))
+
+if sys.version_info[:2] == (3, 11):
+    from .py311 import Decoder, Writer
+elif sys.version_info[:2] == (3, 12):
+    from .py312 import Decoder, Writer
+elif sys.version_info[:2] == (3, 13):
+    from .py313 import Decoder, Writer
+else:  # pragma: no cover
+    raise ImportError(f"bytegrad supports CPython {', '.join('%d.%d' % v for v in SUPPORTED)}; "
+                      f"this is {sys.version.split()[0]}. Run it on one of those.")
+
+WRITER = Writer()
+
+
+def decode(code) -> list:
+    """The lifter's instruction stream for ``code`` on the running interpreter."""
+    return Decoder(code).run()
+
+
+__all__ = ["BINARY_OPS", "COMPARE_OPS", "UNARY_OPS", "Op", "SUPPORTED", "WRITER", "decode"]

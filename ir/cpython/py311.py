@@ -1,0 +1,228 @@
+"""CPython 3.11: the instruction stream the lifter reads is 3.11's, normalised.
+
+The decoder (`Decoder`) rewrites one instruction at a time; the writer (`Writer`)
+names the instructions the emitter produces.  The later versions subclass both
+and override only what changed.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any, NamedTuple
+
+from bytecode import Bytecode, Compare, Instr, Label, TryBegin, TryEnd
+
+from ..errors import UnsupportedError
+
+
+class Op(NamedTuple):
+    name: str
+    arg: Any
+    line: int | None
+
+
+# BINARY_OP's and COMPARE_OP's argument numbering (the same on 3.11–3.13)
+BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul,
+              operator.mul, operator.mod, operator.or_, operator.pow, operator.rshift,
+              operator.sub, operator.truediv, operator.xor,
+              operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul,
+              operator.imul, operator.imod, operator.ior, operator.ipow, operator.irshift,
+              operator.isub, operator.itruediv, operator.ixor]
+COMPARE_OPS = [operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
+UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
+             "UNARY_NOT": operator.not_, "UNARY_INVERT": operator.invert}
+
+UNSUPPORTED = {
+    "BEFORE_WITH": "with statement",
+    "BEFORE_ASYNC_WITH": "async with statement",
+    "PUSH_EXC_INFO": "try/except/finally",
+    "RERAISE": "try/except/finally",
+    "CHECK_EXC_MATCH": "try/except/finally",
+    "CHECK_EG_MATCH": "except*",
+    "YIELD_VALUE": "generator (yield)",
+    "RETURN_GENERATOR": "generator (yield)",
+    "SEND": "yield from / await",
+    "GET_AWAITABLE": "await",
+    "GET_AITER": "async for",
+    "GET_ANEXT": "async for",
+    "GET_YIELD_FROM_ITER": "yield from",
+    "ASYNC_GEN_WRAP": "async generator",
+    "MATCH_CLASS": "match statement",
+    "MATCH_MAPPING": "match statement",
+    "MATCH_SEQUENCE": "match statement",
+    "MATCH_KEYS": "match statement",
+    "GET_LEN": "match statement",
+    "LOAD_BUILD_CLASS": "class definition",
+    "SETUP_ANNOTATIONS": "annotations",
+    "IMPORT_STAR": "import *",
+    "PRINT_EXPR": "interactive expression",
+    "LOAD_NAME": "module-level code",
+    "STORE_NAME": "module-level code",
+}
+
+_FLAGS = {  # flag → construct, and the opcode whose line to report (else the def line)
+    inspect.CO_GENERATOR: ("generator (yield)", "YIELD_VALUE"),
+    inspect.CO_COROUTINE: ("async def", None),
+    inspect.CO_ASYNC_GENERATOR: ("async generator", None),
+    inspect.CO_ITERABLE_COROUTINE: ("coroutine", None),
+}
+
+_CELL_OPS = {"LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE", "MAKE_CELL", "DELETE_DEREF",
+             "LOAD_CLASSDEREF"}
+
+# a generator expression's return (stack: accumulator, None) → return iter(accumulator)
+_RETURN_ITER = [("POP_TOP",), ("PUSH_NULL",), ("SWAP", 2), ("LOAD_CONST", iter),
+                ("SWAP", 2), ("CALL", 1), ("RETURN_VALUE",)]
+
+
+def is_genexpr(code) -> bool:
+    """Whether ``code`` is a generator expression's (which the decoder makes eager)."""
+    return code.co_name == "<genexpr>" and bool(code.co_flags & inspect.CO_GENERATOR)
+
+
+def _strip_direction(name: str) -> str:
+    return name.replace("_FORWARD", "").replace("_BACKWARD", "").replace("_NO_INTERRUPT", "")
+
+
+class Decoder:
+    """Turns one code object into the lifter's instruction stream: `Op`s and `Label`s.
+
+    ``op_NAME(ins)`` returns the ops that stand for instruction ``NAME`` (the empty
+    list drops it); an instruction without a method passes through unchanged.
+    """
+
+    DROP = {"RESUME", "NOP", "PRECALL", "CACHE", "EXTENDED_ARG"}
+    UNSUPPORTED = UNSUPPORTED
+
+    def __init__(self, code):
+        self.code = code
+        self.genexpr = is_genexpr(code)
+        self.line = code.co_firstlineno
+        self.out: list = []
+        self.pop_sent = False  # the POP_TOP after RETURN_GENERATOR drops the first value sent
+
+    def fail(self, what, line=None):
+        raise UnsupportedError(what, self.code.co_filename, line or self.line, self.code.co_name)
+
+    def refuse_flags(self):
+        for flag, (what, opname) in _FLAGS.items():
+            if self.code.co_flags & flag and not (self.genexpr and flag == inspect.CO_GENERATOR):
+                lines = [i.lineno for i in Bytecode.from_code(self.code)
+                         if isinstance(i, Instr) and i.name == opname and i.lineno is not None]
+                self.fail(what, min(lines, default=self.code.co_firstlineno))
+
+    def run(self) -> list:
+        self.refuse_flags()
+        self.items = list(Bytecode.from_code(self.code))
+        for ins in self.reached(self.items):
+            if isinstance(ins, Label):
+                self.out.append(ins)
+            elif isinstance(ins, (TryBegin, TryEnd)):
+                self.exception_table(ins)
+            elif isinstance(ins, Instr):
+                self.line = ins.lineno if ins.lineno is not None else self.line
+                self.out += self.instr(ins)
+        return self.out
+
+    def reached(self, items):
+        """The items that can run (on 3.11, all of them)."""
+        return items
+
+    def exception_table(self, entry):
+        self.fail("try/except/finally")
+
+    def instr(self, ins) -> list:
+        name = ins.name
+        if self.genexpr and name in ("RETURN_GENERATOR", "POP_TOP", "YIELD_VALUE", "RETURN_VALUE"):
+            ops = self.in_genexpr(ins)
+            if ops is not None:
+                return ops
+        if name in self.UNSUPPORTED:
+            self.fail(self.UNSUPPORTED[name])
+        if name in self.DROP:
+            return []
+        method = getattr(self, "op_" + name, None)
+        if method is not None:
+            return method(ins)
+        return [self.op(_strip_direction(name), ins.arg)]
+
+    def op(self, name, arg=None):
+        return Op(name, arg, self.line)
+
+    def in_genexpr(self, ins):
+        """``(x * x for x in .0)`` → ``acc = []; for x in .0: acc.append(x * x);
+        return iter(acc)``: every item is computed when the expression is created."""
+        if ins.name == "RETURN_GENERATOR":
+            self.pop_sent = True
+            return [self.op("BUILD_LIST", 0)]
+        if ins.name == "POP_TOP" and self.pop_sent:
+            self.pop_sent = False
+            return []
+        if ins.name == "YIELD_VALUE":
+            return [self.op("YIELD_TO_LIST")]
+        if ins.name == "RETURN_VALUE":
+            return [self.op(*x) for x in _RETURN_ITER]
+        return None
+
+    # -- one method per instruction that changes -------------------------------
+    def op_LOAD_GLOBAL(self, ins):
+        push_null, name = ins.arg
+        return [self.op("PUSH_NULL")] * push_null + [self.op("LOAD_GLOBAL", name)]
+
+    def op_KW_NAMES(self, ins):
+        arg = ins.arg if isinstance(ins.arg, tuple) else self.code.co_consts[ins.arg]
+        return [self.op("KW_NAMES", arg)]
+
+    def op_UNPACK_EX(self, ins):
+        return [self.op("UNPACK_EX", (ins.arg & 0xFF, ins.arg >> 8))]
+
+    def op_BINARY_OP(self, ins):
+        return [self.op("OPERATOR", (BINARY_OPS[int(ins.arg)], 2))]
+
+    def op_COMPARE_OP(self, ins):
+        return [self.op("OPERATOR", (COMPARE_OPS[int(ins.arg) & 0xF], 2))]
+
+    def op_FORMAT_VALUE(self, ins):
+        return [self.op("FORMAT_VALUE", (ins.arg & 0x3, bool(ins.arg & 0x4)))]
+
+    def unary(self, ins):
+        return [self.op("OPERATOR", (UNARY_OPS[ins.name], 1))]
+
+    op_UNARY_NEGATIVE = op_UNARY_POSITIVE = op_UNARY_NOT = op_UNARY_INVERT = unary
+
+    def cell(self, ins):
+        arg = ins.arg.name if hasattr(ins.arg, "name") else ins.arg  # bytecode's CellVar/FreeVar
+        return [self.op(ins.name, arg)]
+
+    op_LOAD_DEREF = op_STORE_DEREF = op_LOAD_CLOSURE = op_MAKE_CELL = cell
+    op_DELETE_DEREF = op_LOAD_CLASSDEREF = cell
+
+
+class Writer:
+    """The instructions the emitter writes: ``(name, arg)`` or ``(name,)``, and Labels."""
+
+    LOOP_EXIT = ()  # what FOR_ITER's target must start with (3.11: nothing)
+
+    def load_attr(self, name):
+        return [("LOAD_ATTR", name)]
+
+    def compare(self, i):
+        return [("COMPARE_OP", Compare(i))]
+
+    def unary(self, name):
+        return [(name,)]
+
+    def before_callee(self):
+        """What goes on the stack before a callee that is called without ``self``."""
+        return [("PUSH_NULL",)]
+
+    def after_callee(self):
+        return []
+
+    def call(self, n, kwnames=()):
+        names = [("KW_NAMES", tuple(kwnames))] if kwnames else []
+        return names + [("PRECALL", n), ("CALL", n)]
+
+    def jump_if(self, when: bool, label, forward: bool):
+        """Pop the top of the stack; go to ``label`` if its truth is ``when``."""
+        return [(f"POP_JUMP_{'FORWARD' if forward else 'BACKWARD'}_IF_{str(when).upper()}", label)]

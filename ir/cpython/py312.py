@@ -1,0 +1,116 @@
+"""CPython 3.12: what changed from 3.11 (`py311`), for the decoder and the writer.
+
+- Comprehensions are inlined (PEP 709): ``LOAD_FAST_AND_CLEAR`` saves the loop
+  variable, and an exception-table entry restores it before re-raising.  That
+  entry's handler is cleanup the lifter can leave out (an exception leaves the
+  function anyway), as is a generator expression's (which turns ``StopIteration``
+  into ``RuntimeError``); a handler that starts with ``PUSH_EXC_INFO`` is a real
+  ``try`` or ``with``, and is refused.
+- ``FOR_ITER`` jumps past the ``END_FOR`` at its target when the iterator is done.
+- ``RETURN_CONST``, ``BINARY_SLICE``/``STORE_SLICE``, ``CALL_INTRINSIC_1`` (which
+  now does unary ``+`` and ``LIST_TO_TUPLE``), ``LOAD_SUPER_ATTR``, ``LOAD_ATTR``
+  with the method flag, ``LOAD_FAST_CHECK``; no ``PRECALL``.
+- Conditional jumps go forward only.
+"""
+from __future__ import annotations
+
+import operator
+
+from bytecode import Instr, Label, TryBegin
+from bytecode.instr import Intrinsic1Op
+
+from . import py311
+
+_INTRINSIC_REFUSED = {Intrinsic1Op.INTRINSIC_IMPORT_STAR: "import *",
+                      Intrinsic1Op.INTRINSIC_PRINT: "interactive expression",
+                      Intrinsic1Op.INTRINSIC_ASYNC_GEN_WRAP: "async generator",
+                      Intrinsic1Op.INTRINSIC_STOPITERATION_ERROR: "generator (yield)"}
+
+
+class Decoder(py311.Decoder):
+    UNSUPPORTED = {**py311.UNSUPPORTED, "LOAD_FROM_DICT_OR_DEREF": "class body",
+                   "LOAD_FROM_DICT_OR_GLOBALS": "class body", "LOAD_LOCALS": "class body",
+                   "CALL_INTRINSIC_2": "type parameters or except*",
+                   "CLEANUP_THROW": "yield from / await", "END_SEND": "yield from / await"}
+
+    def reached(self, items):
+        """The items a jump or a fall-through reaches: the exception handlers that
+        `exception_table` lets pass are left out."""
+        at = {x: i for i, x in enumerate(items) if isinstance(x, Label)}
+        seen, todo = set(), [0]
+        while todo:
+            i = todo.pop()
+            while i < len(items) and i not in seen:
+                seen.add(i)
+                x = items[i]
+                if isinstance(x, Instr) and x.has_jump():
+                    todo.append(at[x.arg])
+                if isinstance(x, Instr) and x.is_final():
+                    break
+                i += 1
+        return [x for i, x in enumerate(items) if i in seen]
+
+    def exception_table(self, entry):
+        if isinstance(entry, TryBegin) and self.handler_starts(entry.target) == "PUSH_EXC_INFO":
+            self.fail("try/except/finally")
+
+    def handler_starts(self, label):
+        """The name of the first instruction at ``label``."""
+        start = self.items.index(label)
+        return next((x.name for x in self.items[start:] if isinstance(x, Instr)), None)
+
+    def instr(self, ins):
+        if ins.name == "RETURN_CONST":  # before a generator expression's return is rewritten
+            return self.instr(Instr("LOAD_CONST", ins.arg, lineno=ins.lineno)) \
+                + self.instr(Instr("RETURN_VALUE", lineno=ins.lineno))
+        return super().instr(ins)
+
+    def op_END_FOR(self, ins):
+        return []
+
+    def op_LOAD_ATTR(self, ins):
+        method, name = ins.arg
+        return [self.op("LOAD_METHOD" if method else "LOAD_ATTR", name)]
+
+    def op_LOAD_SUPER_ATTR(self, ins):
+        """``super, cls, self`` on the stack → ``super(cls, self).name``."""
+        method, _, name = ins.arg
+        under = [self.op("PUSH_NULL"), self.op("SWAP", 4), self.op("SWAP", 3), self.op("SWAP", 2)]
+        return under + [self.op("CALL", 2), self.op("LOAD_METHOD" if method else "LOAD_ATTR", name)]
+
+    def op_LOAD_FAST_CHECK(self, ins):
+        return [self.op("LOAD_FAST", ins.arg)]
+
+    def op_BINARY_SLICE(self, ins):
+        return [self.op("BUILD_SLICE", 2), self.op("BINARY_SUBSCR")]
+
+    def op_STORE_SLICE(self, ins):
+        return [self.op("BUILD_SLICE", 2), self.op("STORE_SUBSCR")]
+
+    def op_CALL_INTRINSIC_1(self, ins):
+        if ins.arg == Intrinsic1Op.INTRINSIC_UNARY_POSITIVE:
+            return [self.op("OPERATOR", (operator.pos, 1))]
+        if ins.arg == Intrinsic1Op.INTRINSIC_LIST_TO_TUPLE:
+            return [self.op("LIST_TO_TUPLE")]
+        self.fail(_INTRINSIC_REFUSED.get(ins.arg, f"bytecode CALL_INTRINSIC_1 {ins.arg.name}"))
+
+
+class Writer(py311.Writer):
+    LOOP_EXIT = (("END_FOR",),)  # which FOR_ITER jumps past
+
+    def load_attr(self, name):
+        return [("LOAD_ATTR", (False, name))]
+
+    def unary(self, name):
+        if name == "UNARY_POSITIVE":
+            return [("CALL_INTRINSIC_1", Intrinsic1Op.INTRINSIC_UNARY_POSITIVE)]
+        return [(name,)]
+
+    def call(self, n, kwnames=()):
+        return ([("KW_NAMES", tuple(kwnames))] if kwnames else []) + [("CALL", n)]
+
+    def jump_if(self, when, label, forward):
+        if forward:
+            return [(f"POP_JUMP_IF_{str(when).upper()}", label)]
+        skip = Label()
+        return [(f"POP_JUMP_IF_{str(not when).upper()}", skip), ("JUMP_BACKWARD", label), skip]
