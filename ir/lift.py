@@ -105,7 +105,9 @@ class _Lifter:
         self.code = code
         self.ir = IR(meta_of(code))
         self.bbs, self.labels = _split(decode(code))
-        self.names = list(code.co_varnames) + [f"cell:{n}" for n in code.co_cellvars + code.co_freevars]
+        # a cell lives in its variable's slot, as in CPython (so an inlined
+        # comprehension's save and restore of the slot covers a cell too)
+        self.names = list(dict.fromkeys(code.co_varnames + code.co_cellvars + code.co_freevars))
         self.shape = {}       # bb → shapes of its entry stack
         self.irb = {}         # bb → IR block
         self.for_body = set() # bbs that start right after a FOR_ITER
@@ -386,9 +388,9 @@ class _Lifter:
         if "__class__" not in code.co_freevars or not code.co_argcount:
             return []  # fails at run time as it would have
         first = code.co_varnames[0]
-        obj = (self.emit(ops.cell_get, env[f"cell:{first}"], first) if first in code.co_cellvars
+        obj = (self.emit(ops.cell_get, env[first], first) if first in code.co_cellvars
                else self._local(env, first))
-        return [self.emit(ops.cell_get, env["cell:__class__"], "__class__"), obj]
+        return [self.emit(ops.cell_get, env["__class__"], "__class__"), obj]
 
     def op_CALL_FUNCTION_EX(self, arg, stack, env, bb):
         kw = stack.pop() if arg & 1 else None
@@ -408,24 +410,24 @@ class _Lifter:
 
     def op_MAKE_CELL(self, arg, stack, env, bb):
         v = env.get(arg, ops.UNDEF)
-        env[f"cell:{arg}"] = self.emit(ops.make_cell) if v is ops.UNDEF else self.emit(ops.make_cell, v)
+        env[arg] = self.emit(ops.make_cell) if v is ops.UNDEF else self.emit(ops.make_cell, v)
 
     def op_COPY_FREE_VARS(self, arg, stack, env, bb):
         for i, name in enumerate(self.code.co_freevars):
-            env[f"cell:{name}"] = self.emit(ops.closure_cell, self.self_, i)
+            env[name] = self.emit(ops.closure_cell, self.self_, i)
 
     def op_LOAD_CLOSURE(self, arg, stack, env, bb):
-        stack.append(env[f"cell:{arg}"])
+        stack.append(env[arg])
 
     def op_LOAD_DEREF(self, arg, stack, env, bb):
         own = (True,) if arg in self.code.co_cellvars else ()
-        stack.append(self.emit(ops.cell_get, env[f"cell:{arg}"], arg, *own))
+        stack.append(self.emit(ops.cell_get, env[arg], arg, *own))
 
     def op_STORE_DEREF(self, arg, stack, env, bb):
-        self.emit(ops.cell_set, env[f"cell:{arg}"], stack.pop())
+        self.emit(ops.cell_set, env[arg], stack.pop())
 
     def op_DELETE_DEREF(self, arg, stack, env, bb):
-        self.emit(ops.cell_delete, env[f"cell:{arg}"], arg, arg in self.code.co_cellvars)
+        self.emit(ops.cell_delete, env[arg], arg, arg in self.code.co_cellvars)
 
     # -- control flow --------------------------------------------------------
     def op_JUMP(self, arg, stack, env, bb):

@@ -114,7 +114,8 @@ class Decoder:
     def run(self) -> list:
         self.refuse_flags()
         self.items = list(Bytecode.from_code(self.code))
-        for ins in self.reached(self.items):
+        self.stream = self.reached(self.items)
+        for self.at, ins in enumerate(self.stream):
             if isinstance(ins, Label):
                 self.out.append(ins)
             elif isinstance(ins, (TryBegin, TryEnd)):
@@ -145,6 +146,13 @@ class Decoder:
         if method is not None:
             return method(ins)
         return [self.op(_strip_direction(name), ins.arg)]
+
+    def next_name(self):
+        """The name of the instruction after the current one."""
+        k = self.at + 1
+        while k < len(self.stream) and not isinstance(self.stream[k], Instr):
+            k += 1
+        return self.stream[k].name if k < len(self.stream) else None
 
     def op(self, name, arg=None):
         return Op(name, arg, self.line)

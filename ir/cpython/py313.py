@@ -8,12 +8,13 @@
 - ``CALL_KW`` takes the keyword names from the stack, where ``KW_NAMES`` used to.
 - ``LOAD_FAST_LOAD_FAST``, ``STORE_FAST_LOAD_FAST`` and ``STORE_FAST_STORE_FAST``
   are two instructions in one; ``LOAD_FAST`` of a cell loads the cell itself
-  (``LOAD_CLOSURE`` is gone).
+  (``LOAD_CLOSURE`` is gone), as the lifter's slots hold a variable's cell.
 - ``MAKE_FUNCTION`` makes a bare function and ``SET_FUNCTION_ATTRIBUTE`` adds each
   of its defaults, annotations and closure; the decoder folds them back into one
   ``MAKE_FUNCTION`` with 3.11's flags (the values sit on the stack in 3.11's order).
 - ``TO_BOOL`` comes before every test: conditional jumps and ``UNARY_NOT`` take
-  exact bools (the writer adds it; the lifter's tests convert by themselves).
+  exact bools (the writer adds it; the lifter's tests convert by themselves, and
+  a ``TO_BOOL`` that feeds no test, as in ``not not x``, is ``bool(x)``).
   ``COMPARE_OP`` has a bit that converts its result to bool.
 - ``FORMAT_VALUE`` is ``CONVERT_VALUE``, then ``FORMAT_SIMPLE`` or ``FORMAT_WITH_SPEC``.
 - ``FOR_ITER`` jumps past ``END_FOR; POP_TOP`` when the iterator is done.
@@ -25,10 +26,10 @@ from bytecode import Instr
 from . import py312
 
 _CONVERSIONS = {1: str, 2: repr, 3: ascii}
+_TESTS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "UNARY_NOT"}
 
 
 class Decoder(py312.Decoder):
-    DROP = py312.Decoder.DROP | {"TO_BOOL"}
     ended_loop = False  # after END_FOR, whose POP_TOP FOR_ITER skips as well
 
     def instr(self, ins):
@@ -47,13 +48,18 @@ class Decoder(py312.Decoder):
             self.fail("bytecode SET_FUNCTION_ATTRIBUTE away from its MAKE_FUNCTION")
         return [self.op("MAKE_FUNCTION", made.arg | int(ins.arg))]
 
+    def op_TO_BOOL(self, ins):
+        """Nothing before a test, which takes the truth of its operand by itself;
+        elsewhere (``not not x``), ``bool(x)``."""
+        if self.next_name() in _TESTS:
+            return []
+        return [self.op("OPERATOR", (bool, 1))]
+
     def op_PUSH_NULL(self, ins):
         return [self.op("PUSH_NULL"), self.op("SWAP", 2)]
 
-    def op_LOAD_FAST(self, ins):
-        code = self.code
-        cell = ins.arg in code.co_cellvars or ins.arg in code.co_freevars
-        return [self.op("LOAD_CLOSURE" if cell else "LOAD_FAST", ins.arg)]
+    def op_LOAD_FAST(self, ins):  # of a cell: the cell, which is what the slot holds
+        return [self.op("LOAD_FAST", getattr(ins.arg, "name", ins.arg))]
 
     def pair(first, second):
         def decode(self, ins):

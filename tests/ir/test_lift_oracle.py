@@ -697,6 +697,18 @@ def closure_over_loop_variable(n):
     return [f() for f in late], [f() for f in early], [f() for f in fs]
 
 
+@case((3,), (0,))
+def comprehension_cell_beside_a_function_cell(n):
+    # on 3.12+ the comprehension is inlined and shares the slot of the function's
+    # own cell ``i``: its cell must not leak out, nor the function's be lost
+    i = -1
+    before = lambda: i  # noqa: E731
+    fs = [lambda: i * 2 for i in range(n)]
+    sq = {i: i * i for i in range(n)}
+    i = 10
+    return [f() for f in fs], before(), sq, i, [i for i in range(n)], i
+
+
 @case((3,),)
 def cell_assigned_in_loop(n):
     getters = []
