@@ -94,6 +94,11 @@ class _Emitter:
         native = not st.kw and not isinstance(fn, (Var, Global)) and _hashable(fn)
         if native and fn is ops.identity:
             self.load(args[0], line)
+        elif native and fn is ops.pull and len(args) == 2:
+            self.load(args[0], line)
+            self.put(WRITER.load_method("__call__"), line)
+            self.load(args[1], line)
+            self.put(WRITER.call(1), line)
         elif native and fn is ops.watch:
             self.watch(args, line)
         elif native and fn in _BINARY and len(args) == 2:

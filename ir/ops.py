@@ -29,6 +29,14 @@ def identity(x):
     return x
 
 
+def pull(pb, dy):
+    """``%3 = pull(%1, %2)``: a pullback's call ``%1(%2)``, emitted as a call of the
+    method ``__call__``.  A transformed function's pullback then runs in Python
+    frames only: CPython 3.12 caps a recursion through ``__call__`` near 500 levels,
+    whatever the recursion limit."""
+    return pb(dy)
+
+
 def build_tuple(*xs):
     return xs
 

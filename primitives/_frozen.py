@@ -11,12 +11,15 @@ from __future__ import annotations
 import cmath as _cmath
 import math as _math
 import types
+import warnings
 
 import numpy
 
 
 def _snapshot(module, depth=1):
-    names = {n: getattr(module, n) for n in dir(module) if not n.startswith("__")}
+    with warnings.catch_warnings():  # reading a deprecated name (np.char.chararray) is no use of it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        names = {n: getattr(module, n) for n in dir(module) if not n.startswith("__")}
     if depth:
         for n, v in names.items():
             if type(v) is types.ModuleType and v.__name__.startswith(module.__name__ + "."):

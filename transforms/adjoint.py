@@ -31,7 +31,7 @@ the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       %7 = ops.build_tuple(@g1, @g2)
       return %7
     3:
-      %8 = %5(@g4)                                   # line 2
+      %8 = ops.pull(%5, @g4)                         # line 2
       @g4 = ops.identity(None)                       # line 2
       %9 = operator.getitem(%8, 1)                   # line 2
       @g2 = algebra.accum(@g2, %9)                   # line 2
@@ -126,7 +126,7 @@ class _Adjoint:
             self.adj.branch(self.cur, Branch("br", after, cond=needs))
         self.adj.branch(self.cur, Branch("br", call))
         self.cur = call
-        d = self.emit(pb, self.dense(v, st, gv, line), line=line)
+        d = self.emit(ops.pull, pb, self.dense(v, st, gv, line), line=line)
         self.emit(ops.identity, None, dest=gv, line=line)
         self.gradients(b, st, d, line)
         self.adj.branch(self.cur, Branch("br", after))

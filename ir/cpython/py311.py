@@ -214,6 +214,11 @@ class Writer:
     def load_attr(self, name):
         return [("LOAD_ATTR", name)]
 
+    def load_method(self, name):
+        """``obj`` → what a call of ``obj.name`` takes: the method and ``obj``, or NULL
+        and the attribute."""
+        return [("LOAD_METHOD", name)]
+
     def compare(self, i):
         return [("COMPARE_OP", Compare(i))]
 

@@ -101,6 +101,9 @@ class Writer(py311.Writer):
     def load_attr(self, name):
         return [("LOAD_ATTR", (False, name))]
 
+    def load_method(self, name):
+        return [("LOAD_ATTR", (True, name))]
+
     def unary(self, name):
         if name == "UNARY_POSITIVE":
             return [("CALL_INTRINSIC_1", Intrinsic1Op.INTRINSIC_UNARY_POSITIVE)]

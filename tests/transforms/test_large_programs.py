@@ -1138,4 +1138,6 @@ def test_a_long_function_with_a_branch_per_statement():
     check_grad(f, 0.3)  # the one arm all the way: s stays positive, or (below) negative
     check_grad(f, -0.2)
     stages = bytegrad.stages(f)
-    assert len(stages.lifted.blocks) == 3 * 300 + 1  # (the joins of the arms are not merged away)
+    # the joins of the arms are not merged away (3.12's compiler copies the return into
+    # the last arm, which leaves one join fewer)
+    assert len(stages.lifted.blocks) in (3 * 300, 3 * 300 + 1)
