@@ -1,5 +1,6 @@
 # make run   — set up .venv and differentiate the example, printing its IR and gradient
 # make test  — set up .venv and run the test suite
+# make test-all — the test suite on every supported CPython found (3.11, 3.12, 3.13), each in .venv-3.X
 # make bench — set up .venv (with the peers) and run the benchmarks (targets table first)
 # make bench-targets — only the targets table of issue 9 (bytegrad alone, about a minute)
 PY ?= python3
@@ -7,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 
-.PHONY: run test bench bench-targets clean
+.PHONY: run test test-all bench bench-targets clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +29,9 @@ run: $(VENV)/.dev
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest tests
 
+test-all:
+	.ci/test-all
+
 bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
 	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
@@ -37,4 +41,4 @@ bench-targets: $(VENV)/.dev
 	$(BIN)/python -m bytegrad.bench --targets
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV)-3.*

@@ -26,19 +26,21 @@ from __future__ import annotations
 
 import sys
 
-from .py311 import BINARY_OPS, COMPARE_OPS, UNARY_OPS, Op
-
 SUPPORTED = ((3, 11), (3, 12), (3, 13))
+
+if sys.version_info[:2] not in SUPPORTED:  # pragma: no cover
+    raise ImportError(f"bytegrad supports CPython {', '.join('%d.%d' % v for v in SUPPORTED)}; "
+                      f"this is {'%d.%d.%d' % tuple(sys.version_info[:3])}. Install bytegrad in an environment "
+                      f"made with one of those.")
+
+from .py311 import BINARY_OPS, COMPARE_OPS, UNARY_OPS, Op  # noqa: E402
 
 if sys.version_info[:2] == (3, 11):
     from .py311 import Decoder, Writer
 elif sys.version_info[:2] == (3, 12):
     from .py312 import Decoder, Writer
-elif sys.version_info[:2] == (3, 13):
+else:
     from .py313 import Decoder, Writer
-else:  # pragma: no cover
-    raise ImportError(f"bytegrad supports CPython {', '.join('%d.%d' % v for v in SUPPORTED)}; "
-                      f"this is {sys.version.split()[0]}. Run it on one of those.")
 
 WRITER = Writer()
 

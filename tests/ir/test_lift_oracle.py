@@ -697,6 +697,22 @@ def closure_over_loop_variable(n):
     return [f() for f in late], [f() for f in early], [f() for f in fs]
 
 
+@case(([1, -2, 3],), ([],))
+def comprehension_scopes(xs):
+    # 3.12+ inline comprehensions into the function: their variables must stay theirs
+    x = "outer"
+    nested = [[x * y for x in xs] for x in xs for y in (x, +x)]
+    same = {x: [x for x in range(abs(x))] for x in xs}
+    pairs = [(a, b) for a, *b in [(1, 2, 3), (4, 5)]]
+    return x, nested, same, pairs, sum(x * x for x in xs), [not not x for x in xs]
+
+
+@case(([1, 2],), ([],))
+def comprehension_variable_is_not_leaked(xs):
+    ys = [x for x in xs]
+    return ys, x  # noqa: F821  (NameError, as in the plain call)
+
+
 @case((3,), (0,))
 def comprehension_cell_beside_a_function_cell(n):
     # on 3.12+ the comprehension is inlined and shares the slot of the function's
