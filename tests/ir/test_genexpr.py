@@ -1,4 +1,4 @@
-"""Generator expressions: lifted as eager functions (ir/decode.py), which build a list
+"""Generator expressions: lifted as eager functions (ir/cpython), which build a list
 and return an iterator over it, and differentiated through whatever consumes them.
 Gradients are compared against central finite differences; functions take arrays
 (what the finite differences perturb) and make lists of them where a test needs one."""
