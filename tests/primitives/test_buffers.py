@@ -11,6 +11,9 @@ from checks import check_direction
 
 BIG = (128, 128)  # 128 KiB of float64: cached
 
+# what a user may still do to an array the cache handed out (NumPy 2.5 deprecates it)
+pytestmark = pytest.mark.filterwarnings("ignore:Setting the (shape|dtype) on a NumPy array:DeprecationWarning")
+
 
 def test_empty_has_the_shape_and_dtype_asked_for():
     for shape, dtype in [(BIG, np.float64), ((256, 64), np.float32), ((3,), np.float64),

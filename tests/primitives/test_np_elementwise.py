@@ -330,6 +330,7 @@ def test_out_and_where_keywords():
     check_rule(plain, x)
 
 
+@pytest.mark.filterwarnings("ignore:numpy.fix is deprecated:DeprecationWarning")  # (NumPy 2.5)
 def test_nondifferentiable_functions():
     x = np.array([-1.7, -0.2, 0.4, 2.6])
     for f in (np.floor, np.ceil, np.trunc, np.rint, np.fix, np.round, np.around,
