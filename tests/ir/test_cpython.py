@@ -5,15 +5,17 @@ suite runs on every supported version (``make test-all``)."""
 from __future__ import annotations
 
 import dis
+import importlib
 import subprocess
 import sys
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
 
 import bytegrad
-from bytegrad.ir import cpython, emit, function, lift
+from bytegrad.ir import UnsupportedError, cpython, emit, function, lift
 
 ROOT = Path(bytegrad.__file__).resolve().parent
 
@@ -73,3 +75,34 @@ def test_operators_stay_native_instructions(f, args):
     ir = lift(f)
     assert not {"CALL", "CALL_KW", "CALL_FUNCTION_EX"} & set(_names(emit(ir)))
     assert function(ir, {})(f, *args) == f(*args)
+
+
+def _code_objects(modules):
+    """Every code object of the functions and methods of ``modules``, nested ones too."""
+    def inner(c):
+        yield c
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from inner(k)
+    seen = {}
+    for m in modules:
+        for v in vars(importlib.import_module(m)).values():
+            fs = [v] if isinstance(v, types.FunctionType) else \
+                [x for x in vars(v).values() if isinstance(x, types.FunctionType)] if isinstance(v, type) else []
+            for f in fs:
+                seen.update((id(c), c) for c in inner(f.__code__))
+    return list(seen.values())
+
+
+def test_library_code_lifts_and_emits_or_is_refused_by_name():
+    """The functions of a few standard and NumPy modules, on this interpreter: each is
+    lifted and emitted again, or refused with `UnsupportedError`; nothing else."""
+    lifted = 0
+    for c in _code_objects(["json.encoder", "fractions", "statistics", "textwrap", "dataclasses",
+                            "numpy._core.fromnumeric", "numpy.linalg._linalg"]):
+        try:
+            emit(lift(c))
+            lifted += 1
+        except UnsupportedError:
+            pass
+    assert lifted > 300
