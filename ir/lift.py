@@ -340,6 +340,23 @@ class _Lifter:
         t = self.emit(ops.unpack_ex, stack.pop(), before, after)
         stack += [self.emit(operator.getitem, t, i) for i in range(before + 1 + after)][::-1]
 
+    # -- match statements: the subject stays on the stack under each test ----------
+    def op_MATCH_CLASS(self, arg, stack, env, bb):
+        names, cls, subject = stack.pop(), stack.pop(), stack.pop()
+        stack.append(self.emit(ops.match_class, subject, cls, arg, names))
+
+    def op_MATCH_SEQUENCE(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.match_sequence, stack[-1]))
+
+    def op_MATCH_MAPPING(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.match_mapping, stack[-1]))
+
+    def op_GET_LEN(self, arg, stack, env, bb):
+        stack.append(self.emit(len, stack[-1]))
+
+    def op_MATCH_KEYS(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.match_keys, stack[-2], stack[-1]))
+
     def op_POP_TOP(self, arg, stack, env, bb):
         stack.pop()
 

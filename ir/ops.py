@@ -95,6 +95,90 @@ def unpack(seq, n):
     return t
 
 
+# -- match statements: CPython's semantics, as Python (match_class and match_keys read
+#    the subject's attributes and items, so they are differentiated like any function)
+_MATCH_SELF = 1 << 22  # Py_TPFLAGS_MATCH_SELF: bool, int, float, str, list, dict, … match themselves
+_SEQUENCE, _MAPPING = 1 << 5, 1 << 6  # Py_TPFLAGS_SEQUENCE, Py_TPFLAGS_MAPPING
+
+
+def match_sequence(subject):
+    """``MATCH_SEQUENCE``: whether a sequence pattern may match ``subject``."""
+    return bool(type(subject).__flags__ & _SEQUENCE)
+
+
+def match_mapping(subject):
+    """``MATCH_MAPPING``: whether a mapping pattern may match ``subject``."""
+    return bool(type(subject).__flags__ & _MAPPING)
+
+
+def _not_a_class():
+    """The interpreter's own message for ``case C():`` where C is no class."""
+    C = None
+    try:
+        match None:
+            case C():
+                pass
+    except TypeError as e:
+        return str(e)
+
+
+_NOT_A_CLASS = _not_a_class()
+
+
+def match_class(subject, cls, nargs, names):
+    """``MATCH_CLASS nargs`` for ``case cls(p1, …, pn, k1=…, …)``: the values the
+    sub-patterns match (``nargs`` positional through ``cls.__match_args__``, then the
+    attributes ``names``), or None when ``subject`` is no ``cls`` or lacks one."""
+    if not isinstance(cls, type):
+        raise TypeError(_NOT_A_CLASS)
+    if not isinstance(subject, cls):
+        return None
+    attrs = []
+    if nargs:
+        match_args = getattr(cls, "__match_args__", None)
+        self_ = match_args is None and bool(cls.__flags__ & _MATCH_SELF)
+        match_args = () if match_args is None else match_args
+        if type(match_args) is not tuple:
+            raise TypeError(f"{cls.__name__}.__match_args__ must be a tuple (got "
+                            f"{type(match_args).__name__})")
+        allowed = 1 if self_ else len(match_args)
+        if allowed < nargs:
+            raise TypeError(f"{cls.__name__}() accepts {allowed} positional sub-pattern"
+                            f"{'' if allowed == 1 else 's'} ({nargs} given)")
+        if self_:
+            attrs.append(subject)
+        else:
+            for name in match_args[:nargs]:
+                if type(name) is not str:
+                    raise TypeError(f"__match_args__ elements must be strings (got "
+                                    f"{type(name).__name__})")
+            names = match_args[:nargs] + names
+    if len(set(names)) < len(names):
+        twice = next(n for i, n in enumerate(names) if n in names[:i])
+        raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute {twice!r}")
+    for name in names:
+        value = getattr(subject, name, _NONE)
+        if value is _NONE:
+            return None
+        attrs.append(value)
+    return tuple(attrs)
+
+
+def match_keys(subject, keys):
+    """``MATCH_KEYS`` for ``case {k1: …, k2: …}``: the values at ``keys``, or None when
+    one is missing (looked up with ``get``, as CPython does)."""
+    if len(set(keys)) < len(keys):
+        twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise ValueError(f"mapping pattern checks duplicate key ({twice!r})")
+    values = []
+    for k in keys:
+        v = subject.get(k, _NONE)
+        if v is _NONE:
+            return None
+        values.append(v)
+    return tuple(values)
+
+
 def unpack_ex(seq, before, after):
     """``a, *b, c = seq`` → ``(a, [b...], c)``."""
     t = tuple(seq)

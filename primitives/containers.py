@@ -353,6 +353,7 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
                   ops.import_name, ops.import_from, ops.not_contains, ops.store_global,
                   ops.delete_global, ops.build_set, ops.set_add, ops.set_update,
+                  ops.match_sequence, ops.match_mapping,
                   np.shape, np.ndim, np.size)
 
 sparse_gradients(op.getitem, ops.iterate, next, getattr)

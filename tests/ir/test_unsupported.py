@@ -67,28 +67,6 @@ async def async_await(x):  # <-
     return await y
 
 
-def match_sequence(x):
-    y = x
-    match y:
-        case [a, b]:  # <-
-            return a + b
-    return 0
-
-
-def match_mapping(x):
-    match x:
-        case {"k": v}:  # <-
-            return v
-    return None
-
-
-def match_class(x):
-    match x:
-        case int(n):  # <-
-            return n
-    return None
-
-
 def class_definition(x):
     y = x
     class Local:  # <-
@@ -111,9 +89,6 @@ CASES = [
     (generator_yield_from, "yield"),
     (async_def, "async def"),
     (async_await, "async def"),
-    (match_sequence, "match statement"),
-    (match_mapping, "match statement"),
-    (match_class, "match statement"),
     (class_definition, "class definition"),
     (bare_raise, "bare raise"),
 ]
@@ -138,20 +113,6 @@ def test_rejected_with_construct_and_line(f, construct):
     assert construct in msg
     assert f"{f.__code__.co_filename}:{line}:" in msg
     assert f.__name__ in msg
-
-
-def test_literal_match_is_lifted_like_if_elif():
-    """A ``match`` with only literal patterns compiles to plain comparisons, which lift."""
-    from bytegrad.ir import function
-
-    def f(x):
-        match x:
-            case 1:
-                return "one"
-            case _:
-                return "other"
-    g = function(lift(f), f.__globals__)
-    assert [g(f, 1), g(f, 2)] == ["one", "other"]
 
 
 def test_nested_unsupported_code_is_not_lifted():

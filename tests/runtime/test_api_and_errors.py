@@ -423,13 +423,6 @@ def uses_yield(x):
     yield x * 2.0
 
 
-def uses_match(x):
-    match (x, 1.0):
-        case (a, b):
-            return a * b
-    return x
-
-
 def uses_genexpr(xs):
     s = 0.0
     for v in (x * x for x in xs):
@@ -441,7 +434,6 @@ def uses_genexpr(xs):
     (uses_try, "try", "try:"),
     (uses_with, "with", "with np.errstate"),
     (uses_yield, "yield", "yield x"),
-    (uses_match, "match", "match (x"),
 ])
 def test_unsupported_construct_raises_unsupported_error(f, what, marker):
     with pytest.raises(bytegrad.UnsupportedError) as e:
