@@ -12,12 +12,14 @@ from __future__ import annotations
 import operator
 import types
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 from . import ops
 from .cfg import CFG
 from .cpython import BINARY_OPS, COMPARE_OPS, UNARY_OPS, WRITER
 from .ir import Global, Slot, Var
+
+_CAUGHT = Slot("caught")  # where a handler stub keeps the exception
 
 _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
 _COMPARE = {f: i for i, f in enumerate(COMPARE_OPS)}
@@ -60,6 +62,7 @@ class _Emitter:
         self.record = None
         self.skip = {}     # statements the FOR_ITER and unpack lowerings emit themselves
         self.unpacks = {}  # var of an ops.unpack → {item index: var}
+        self.stubs = []    # (label, block) of each catching block's handler stub
         self.find_unpacks()
 
     def i(self, name, arg=_NOARG, line=None):
@@ -233,7 +236,7 @@ class _Emitter:
         """``%r = ops.iterate(%xs, %it); %c = is_not(%r, None); br E unless %c; br B``
         where block B (entered only from here) reads ``%r[0]`` and ``%r[1]``."""
         blk = self.ir.blocks[b]
-        if len(blk.stmts) < 2 or len(blk.branches) != 2:
+        if len(blk.stmts) < 2 or len(blk.branches) != 2 or blk.catches():
             return None
         (r, it_st), (c, test) = blk.stmts[-2], blk.stmts[-1]
         out, body = blk.branches
@@ -386,6 +389,26 @@ class _Emitter:
             else:
                 self.i("POP_TOP", line=st.line)
 
+    # -- catch edges: an exception-table entry around the block, to a stub that
+    #    passes the exception on as the edge says -------------------------------
+    def try_begin(self, b):
+        """Open the exception-table entry of block ``b``, if it catches."""
+        if not self.ir.blocks[b].catches():
+            return None
+        stub = Label()
+        self.stubs.append((stub, b))
+        entry = TryBegin(stub, push_lasti=False, stack_depth=0)
+        self.out.append(entry)
+        return entry
+
+    def handler_stub(self, stub, b):
+        """``stub: STORE @caught; (assign the edge's arguments); JUMP handler``."""
+        br = self.ir.blocks[b].branches[0]
+        self.out.append(stub)
+        self.i("STORE_FAST", repr(_CAUGHT), br.line)
+        self.assign(br.target, [_CAUGHT if a is ops.CAUGHT else a for a in br.args], br.line)
+        self.i("JUMP_BACKWARD", self.labels[br.target], br.line)
+
     def layout(self):
         """Block order: as in the IR, but a loop body right after its FOR_ITER."""
         loops = {b: self.for_iter_pattern(b) for b in range(len(self.ir.blocks))}
@@ -407,14 +430,20 @@ class _Emitter:
             loop = loops[b]
             stmts = blk.stmts[:-2] if loop else blk.stmts
             pending = []
+            entry = self.try_begin(b)
             for v, st in stmts:
                 if v not in self.skip:
                     self.process(b, v, st, pending)
+            if entry is not None:
+                self.flush(pending)
+                self.out.append(TryEnd(entry))
             if loop:
                 self.flush(pending)
                 self.for_iter(b, *loop)
             else:
-                self.branches(b, blk.branches, pending)
+                self.branches(b, [br for br in blk.branches if not br.catch], pending)
+        for stub, b in self.stubs:
+            self.handler_stub(stub, b)
         code = Bytecode(self.out)
         code.name = ir.meta.name
         code.filename = ir.meta.filename
@@ -422,7 +451,8 @@ class _Emitter:
         code.argnames = [repr(a) for a in ir.blocks[0].args]
         code.argcount = len(code.argnames)
         code.flags = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS
-        depth = _max_depth(self.out, self.labels)
+        depth = _max_depth(self.out, {**dict.fromkeys(self.labels, 0),
+                                      **{stub: 1 for stub, _ in self.stubs}})
         if depth is None:
             return code.to_code()
         # the library would rebuild a control-flow graph to find the depth: most of its time
@@ -431,10 +461,13 @@ class _Emitter:
 
 def _max_depth(out, starts):
     """How deep the stack gets, in one pass over the code as laid out: the labels
-    ``starts`` begin blocks, with an empty stack; any other label is first reached
-    by a forward jump inside a statement.  None where the code breaks that rule."""
-    at, depth, top, falls = dict.fromkeys(starts, 0), 0, 0, True
+    ``starts`` begin blocks, with the stack depth they map to; any other label is
+    first reached by a forward jump inside a statement.  None where the code breaks
+    that rule."""
+    at, depth, top, falls = dict(starts), 0, 0, True
     for x in out:
+        if isinstance(x, (TryBegin, TryEnd)):
+            continue
         if isinstance(x, Label):
             if x in at and falls and at[x] != depth or x not in at and not falls:
                 return None

@@ -99,12 +99,19 @@ class Branch:
     branch is taken only when ``cond`` is false (IRTools' ``br 3 unless %c``) and
     control otherwise falls to the next branch of the block.
     kind ``return``: return ``args[0]``.  kind ``raise``: raise ``args[0]``.
+
+    A ``br`` with ``catch`` set (``br 5 (%2, ops.CAUGHT) on raise``, the block's first
+    branch) is the edge an exception takes: when a statement of the block raises,
+    control goes to ``target`` with ``args``, where `ops.CAUGHT` stands for the
+    exception.  Its arguments are values from before the block; a block with such an
+    edge has one statement that may raise (the lifter splits a ``try`` body so).
     """
 
-    __slots__ = ("kind", "target", "args", "cond", "line")
+    __slots__ = ("kind", "target", "args", "cond", "line", "catch")
 
-    def __init__(self, kind, target=None, args=(), cond=None, line=None):
+    def __init__(self, kind, target=None, args=(), cond=None, line=None, catch=False):
         self.kind, self.target, self.args, self.cond, self.line = kind, target, list(args), cond, line
+        self.catch = catch
 
     def operands(self):
         yield from self.args
@@ -113,7 +120,7 @@ class Branch:
 
     def map(self, f) -> "Branch":
         cond = None if self.cond is None else f(self.cond)
-        return Branch(self.kind, self.target, [f(a) for a in self.args], cond, self.line)
+        return Branch(self.kind, self.target, [f(a) for a in self.args], cond, self.line, self.catch)
 
     def __repr__(self):
         if self.kind != "br":
@@ -123,7 +130,7 @@ class Branch:
             s += f" ({', '.join(fmt(a) for a in self.args)})"
         if self.cond is not None:
             s += f" unless {fmt(self.cond)}"
-        return s
+        return s + " on raise" * self.catch
 
 
 @dataclass
@@ -134,6 +141,10 @@ class Block:
 
     def successors(self):
         return [b.target for b in self.branches if b.kind == "br"]
+
+    def catches(self) -> bool:
+        """Whether an exception raised in this block goes to a handler."""
+        return bool(self.branches) and self.branches[0].catch
 
 
 @dataclass

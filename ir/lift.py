@@ -63,7 +63,9 @@ class _Iter:
         self.xs, self.it = xs, it
 
 
-_TERMINATORS = {"JUMP", "RETURN_VALUE", "RAISE_VARARGS"}
+_TERMINATORS = {"JUMP", "RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
+_CANNOT_RAISE = {operator.is_, operator.is_not, ops.build_tuple, ops.identity}
+EXC = "<exc_info>"  # the local holding the exception being handled (None: there is none)
 _CONDITIONAL = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
                 "POP_JUMP_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER"}
 
@@ -84,15 +86,19 @@ def meta_of(code) -> Meta:
 
 
 def _split(stream):
-    """Basic blocks (lists of ops) and the block each label starts."""
-    bbs, labels = [[]], {}
+    """Basic blocks (lists of ``(op, handler)``, where ``handler`` is the ``TRY`` entry
+    ``(label, depth, lasti)`` covering the op, or None) and the block each label starts."""
+    bbs, labels, handler = [[]], {}, None
     for op in stream:
         if isinstance(op, Label):
             if bbs[-1]:
                 bbs.append([])
             labels[op] = len(bbs) - 1
             continue
-        bbs[-1].append(op)
+        if op.name == "TRY":
+            handler = op.arg
+            continue
+        bbs[-1].append((op, handler))
         if op.name in _TERMINATORS or op.name in _CONDITIONAL:
             bbs.append([])
     if not bbs[-1]:
@@ -104,10 +110,14 @@ class _Lifter:
     def __init__(self, code):
         self.code = code
         self.ir = IR(meta_of(code))
-        self.bbs, self.labels = _split(decode(code))
+        stream = decode(code)
+        self.bbs, self.labels = _split(stream)
         # a cell lives in its variable's slot, as in CPython (so an inlined
         # comprehension's save and restore of the slot covers a cell too)
         self.names = list(dict.fromkeys(code.co_varnames + code.co_cellvars + code.co_freevars))
+        if any(not isinstance(op, Label) and op.name == "TRY" for op in stream):
+            self.names.append(EXC)
+        self.handler = None   # the TRY entry covering the op being lifted
         self.shape = {}       # bb → shapes of its entry stack
         self.irb = {}         # bb → IR block
         self.for_body = set() # bbs that start right after a FOR_ITER
@@ -123,7 +133,7 @@ class _Lifter:
             self.work.append(bb)
         return self.irb[bb]
 
-    def _edge(self, bb, stack, env, cond=None, line=None):
+    def _edge(self, bb, stack, env, cond=None, line=None, catch=False):
         target = self._target(bb, stack)
         flat = []
         for s, kind in zip(stack, self.shape[bb]):
@@ -133,7 +143,7 @@ class _Lifter:
             elif s is not NULL:
                 flat.append(s.it if isinstance(s, _Iter) else s)
         args = flat + [env.get(n, ops.UNDEF) for n in self.names]
-        self.ir.branch(self.cur, Branch("br", target, args, cond, line))
+        self.ir.branch(self.cur, Branch("br", target, args, cond, line, catch))
 
     def _entry_state(self, bb):
         b = self.irb[bb]
@@ -154,6 +164,8 @@ class _Lifter:
         ir, m = self.ir, self.ir.meta
         self.self_ = ir.argument(0)
         env = {n: ir.argument(0) for n in m.argnames}
+        if EXC in self.names:
+            env[EXC] = None
         self.cur = 0
         self._edge(0, [], env)
         while self.work:
@@ -161,7 +173,7 @@ class _Lifter:
             self.cur = self.irb[bb]
             stack, env = self._entry_state(bb)
             if bb in self.for_body:
-                self.line = self.bbs[bb][0].line if self.bbs[bb] else None
+                self.line = self.bbs[bb][0][0].line if self.bbs[bb] else None
                 self._start_body(stack)
             self._block(bb, stack, env)
         self._drop_bound_checks()
@@ -196,21 +208,41 @@ class _Lifter:
         """``fn(*args, **kw)`` at the current line; ``kw`` are the call's own keywords (a
         user's ``line=`` or ``fn=`` among them)."""
         args = [a.it if isinstance(a, _Iter) else a for a in args]
-        return self.ir.push(self.cur, Stmt(fn, args, kw, self.line))
+        st = Stmt(fn, args, kw, self.line)
+        if self.handler is None or fn in _CANNOT_RAISE:
+            return self.ir.push(self.cur, st)
+        return self._guarded(st)
+
+    def _guarded(self, st):
+        """``st`` inside a ``try``: alone in a block whose catch edge takes the stack
+        down to the handler's depth (with a placeholder for ``lasti``), the exception,
+        and the locals as they were before ``st``."""
+        label, depth, lasti = self.handler
+        own = self.ir.block()
+        self.ir.branch(self.cur, Branch("br", own))
+        self.cur = own
+        exc = self.stack[:depth] + [None] * lasti + [ops.CAUGHT]
+        self._edge(self.labels[label], exc, self.env, line=self.line, catch=True)
+        v = self.ir.push(own, st)
+        self.cur = self.ir.block()
+        self.ir.branch(own, Branch("br", self.cur))
+        return v
 
     def fail(self, what):
         raise UnsupportedError(what, self.code.co_filename, self.line, self.code.co_name)
 
     def _block(self, bb, stack, env):
         self.kwnames = ()
+        self.stack, self.env = stack, env
         ops_ = self.bbs[bb]
-        for op in ops_:
+        for op, self.handler in ops_:
             self.line, self.op_name = op.line, op.name
             handler = getattr(self, "op_" + op.name, None)
             if handler is None:
                 self.fail(f"bytecode {op.name}")
             if handler(op.arg, stack, env, bb) == "end":
                 return
+        self.handler = None
         self._edge(bb + 1, stack, env, line=self.line if ops_ else None)
 
     # -- values --------------------------------------------------------------
@@ -499,11 +531,42 @@ class _Lifter:
         return "end"
 
     def op_RAISE_VARARGS(self, arg, stack, env, bb):
-        if arg == 0:
-            self.fail("bare raise")
+        if arg == 0:  # the exception being handled, which this function caught
+            return self._raise(self.emit(ops.reraise, env.get(EXC)))
         exc = stack.pop() if arg == 1 else self.emit(ops.raise_from, *reversed([stack.pop(), stack.pop()]))
+        return self._raise(exc)
+
+    def _raise(self, exc):
+        """Raise ``exc``: inside a ``try``, as a statement its handler catches."""
+        if self.handler is not None:
+            self.emit(ops.throw, exc)
         self.ir.branch(self.cur, Branch("raise", args=[exc], line=self.line))
+        self.handler = None
         return "end"
+
+    # -- exceptions and context managers ------------------------------------------
+    def op_PUSH_EXC_INFO(self, arg, stack, env, bb):
+        exc = stack.pop()
+        stack += [env.get(EXC), exc]
+        env[EXC] = exc
+
+    def op_POP_EXCEPT(self, arg, stack, env, bb):
+        env[EXC] = stack.pop()
+
+    def op_CHECK_EXC_MATCH(self, arg, stack, env, bb):
+        types = stack.pop()
+        stack.append(self.emit(ops.exc_match, stack[-1], types))
+
+    def op_RERAISE(self, arg, stack, env, bb):
+        return self._raise(stack[-1])
+
+    def op_BEFORE_WITH(self, arg, stack, env, bb):
+        mgr = stack.pop()
+        exit_ = self.emit(ops.with_exit, mgr)
+        stack += [exit_, self.emit(ops.with_enter, mgr)]
+
+    def op_WITH_EXCEPT_START(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.with_except, stack[-4], stack[-1]))
 
 
 # opcodes that share a handler with a sibling

@@ -21,6 +21,57 @@ class _Undef:
 
 
 UNDEF = _Undef()
+
+
+class _Caught:
+    """Where a catch edge passes the exception that was raised (see `Branch`)."""
+
+    def __repr__(self):
+        return "CAUGHT"
+
+
+CAUGHT = _Caught()
+
+
+# -- exceptions and context managers -------------------------------------------
+def exc_match(exc, types):
+    """``CHECK_EXC_MATCH``: whether ``except types`` catches ``exc``."""
+    for t in types if isinstance(types, tuple) else (types,):
+        if not (isinstance(t, type) and issubclass(t, BaseException)):
+            raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+    return isinstance(exc, types)
+
+
+def throw(exc):
+    """``raise exc`` as a statement, so that a ``try`` around it catches it."""
+    raise exc
+
+
+def reraise(exc):
+    """A bare ``raise``: ``exc`` is the exception being handled (None: there is none)."""
+    if exc is None:
+        raise RuntimeError("No active exception to reraise")
+    raise exc
+
+
+def with_exit(mgr):
+    """``BEFORE_WITH``'s first half: ``mgr``'s bound ``__exit__``.  The type must have
+    both methods, as CPython checks; the method is then read from ``mgr`` (an
+    instance attribute named ``__exit__`` would shadow it, where CPython ignores it)."""
+    kind = type(mgr)
+    if not hasattr(kind, "__enter__") or not hasattr(kind, "__exit__"):
+        raise TypeError(f"'{kind.__name__}' object does not support the context manager protocol")
+    return mgr.__exit__
+
+
+def with_enter(mgr):
+    """``BEFORE_WITH``'s second half: what ``with mgr as v`` binds to ``v``."""
+    return type(mgr).__enter__(mgr)
+
+
+def with_except(exit_, exc):
+    """``WITH_EXCEPT_START``: ``__exit__`` told of ``exc``; true when it suppresses it."""
+    return exit_(type(exc), exc, exc.__traceback__)
 _NONE = object()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 
+from . import ops
 from .cfg import CFG, flow
 from .ir import Branch, Var
 
@@ -125,7 +126,9 @@ def _only_value(a, values):
     """The one value other than ``a`` itself among ``values`` (by identity), else _NONE."""
     seen = {id(x): x for x in values}
     seen.pop(id(a), None)
-    return next(iter(seen.values())) if len(seen) == 1 else _NONE
+    if len(seen) != 1 or ops.CAUGHT in seen.values():  # (each raise catches its own)
+        return _NONE
+    return next(iter(seen.values()))
 
 
 def _passed_to(ir, incoming) -> dict:
@@ -171,8 +174,8 @@ def merge_blocks(ir):
     for b, blk in enumerate(ir.blocks):
         while len(blk.branches) == 1 and blk.branches[0].kind == "br" and blk.branches[0].cond is None:
             t = blk.branches[0].target
-            if t == b or t == 0 or preds[t] != {b}:
-                break
+            if t == b or t == 0 or preds[t] != {b} or ir.blocks[t].catches():
+                break  # (a block that catches keeps its one statement to itself)
             succ = ir.blocks[t]
             env.update(zip(succ.args, blk.branches[0].args))
             blk.stmts += succ.stmts
@@ -197,7 +200,19 @@ def renumber(ir):
     ir._nvars = n
 
 
+def idle_catches(ir):
+    """Drop the catch edge of a block with no statement left to raise.
+
+    ``3: br 7 (%2, CAUGHT) on raise; br 4`` → ``3: br 4``.
+    """
+    for blk in ir.blocks:
+        if blk.catches() and not blk.stmts:
+            del blk.branches[0]
+            ir._cfg = None
+
+
 def simplify(ir):
+    idle_catches(ir)
     prune_unreachable(ir)
     trivial_args(ir)
     dead_args(ir)

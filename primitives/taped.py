@@ -76,9 +76,10 @@ def _operands(f, grads):
     def record(push, a, b):
         if type(a) not in _REAL or type(b) not in _REAL:
             return _slow(push, f, a, b)
+        y = f(a, b)  # (first: what raises, 1.0 / 0.0, leaves nothing on the tape)
         push(a)
         push(b)
-        return f(a, b)
+        return y
 
     def back(pop, d):
         b = pop()
@@ -97,9 +98,10 @@ def _power(f):
     """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
     def record(push, a, n):
         if type(a) in _FLOATS and type(n) is int:
+            y = a ** n  # (first: 0.0 ** -1 raises)
             push(a)
             push(n)
-            return a ** n
+            return y
         return _slow(push, f, a, n)
 
     def back(pop, d):

@@ -157,11 +157,19 @@ class _Adjoint:
         for (_, a), g in zip(pairs, held):
             self.add_into(a, g, br.line, p)
 
+    def back_to(self, p, br):
+        """Where the reverse pass goes back into block ``p`` along edge ``br``: to the
+        start of its reversal, or past its statement where an exception left it."""
+        return self.after[p] if br.catch else self.start[p]
+
     def block(self, b):
         self.cur = self.start[b]
         for v, st in reversed(self.ir.blocks[b].stmts):
             if v in self.active:
                 self.statement(b, v, st)
+        if b in self.after:
+            self.adj.branch(self.cur, Branch("br", self.after[b]))
+            self.cur = self.after[b]
         if b == 0:
             grads = [None if a not in self.slots else self.slots[a] if a not in self.sparse
                      else self.emit(self.unwrap, self.slots[a]) for a in self.ir.blocks[0].args]
@@ -171,7 +179,7 @@ class _Adjoint:
         if not recorded(self.ir, b):
             (p, br), = edges
             self.transfer(b, p, br)
-            self.adj.branch(self.cur, Branch("br", self.start[p]))
+            self.adj.branch(self.cur, Branch("br", self.back_to(p, br)))
             return
         e = self.emit(self.pop)
         for k, (p, br) in enumerate(edges):
@@ -182,7 +190,7 @@ class _Adjoint:
                 self.adj.branch(self.cur, Branch("br", take))
                 self.cur = take
             self.transfer(b, p, br)
-            self.adj.branch(self.cur, Branch("br", self.start[p]))
+            self.adj.branch(self.cur, Branch("br", self.back_to(p, br)))
             if k < len(edges) - 1:
                 self.cur = rest
 
@@ -194,6 +202,7 @@ class _Adjoint:
         r = return_block(ir)
         for b in range(len(ir.blocks)):
             self.start[b] = self.adj.block()
+        self.after = {b: self.adj.block() for b in range(len(ir.blocks)) if ir.blocks[b].catches()}
         if r is not None:
             (y,) = [br.args[0] for br in ir.blocks[r].branches if br.kind == "return"]
             if self.slot(y) is not None:

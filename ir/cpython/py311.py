@@ -33,11 +33,7 @@ UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
              "UNARY_NOT": operator.not_, "UNARY_INVERT": operator.invert}
 
 UNSUPPORTED = {
-    "BEFORE_WITH": "with statement",
     "BEFORE_ASYNC_WITH": "async with statement",
-    "PUSH_EXC_INFO": "try/except/finally",
-    "RERAISE": "try/except/finally",
-    "CHECK_EXC_MATCH": "try/except/finally",
     "CHECK_EG_MATCH": "except*",
     "YIELD_VALUE": "generator (yield)",
     "RETURN_GENERATOR": "generator (yield)",
@@ -108,7 +104,7 @@ class Decoder:
 
     def run(self) -> list:
         self.refuse_flags()
-        self.items = list(Bytecode.from_code(self.code))
+        self.items = list(Bytecode.from_code(self.code, conserve_exception_block_stackdepth=True))
         self.stream = self.reached(self.items)
         for self.at, ins in enumerate(self.stream):
             if isinstance(ins, Label):
@@ -125,7 +121,11 @@ class Decoder:
         return items
 
     def exception_table(self, entry):
-        self.fail("try/except/finally")
+        """``TRY (handler label, stack depth, lasti)`` where an entry begins, ``TRY None``
+        where it ends: the lifter sends what raises in between to the handler."""
+        begin = isinstance(entry, TryBegin)
+        self.out.append(self.op("TRY", (entry.target, entry.stack_depth, entry.push_lasti) if begin
+                                else None))
 
     def instr(self, ins) -> list:
         name = ins.name

@@ -1,11 +1,12 @@
 """CPython 3.12: what changed from 3.11 (`py311`), for the decoder and the writer.
 
 - Comprehensions are inlined (PEP 709): ``LOAD_FAST_AND_CLEAR`` saves the loop
-  variable, and an exception-table entry restores it before re-raising.  That
-  entry's handler is cleanup the lifter can leave out (an exception leaves the
-  function anyway), as is a generator expression's (which turns ``StopIteration``
-  into ``RuntimeError``); a handler that starts with ``PUSH_EXC_INFO`` is a real
-  ``try`` or ``with``, and is refused.
+  variable, and an exception-table entry restores it before re-raising.  In code
+  without a ``try`` or ``with`` (no handler starts with ``PUSH_EXC_INFO``) that
+  entry is cleanup the lifter leaves out, as it does a generator expression's
+  (which turns ``StopIteration`` into ``RuntimeError``): an exception leaves the
+  function anyway.  With one, every entry is kept, so that what a comprehension
+  inside a ``try`` raises restores its variable on the way to the handler.
 - ``FOR_ITER`` jumps past the ``END_FOR`` at its target when the iterator is done.
 - ``RETURN_CONST``, ``BINARY_SLICE``/``STORE_SLICE``, ``CALL_INTRINSIC_1`` (which
   now does unary ``+`` and ``LIST_TO_TUPLE``), ``LOAD_SUPER_ATTR``, ``LOAD_ATTR``
@@ -34,30 +35,33 @@ class Decoder(py311.Decoder):
                    "CLEANUP_THROW": "yield from / await", "END_SEND": "yield from / await"}
 
     def reached(self, items):
-        """The items a jump or a fall-through reaches: the exception handlers that
-        `exception_table` lets pass are left out."""
+        """The items a jump, a fall-through or (where the code has a ``try`` or a
+        ``with``) an exception reaches: without one, the compiler's cleanup handlers
+        are left out."""
         at = {x: i for i, x in enumerate(items) if isinstance(x, Label)}
+        self.handles = any(isinstance(x, TryBegin) and self.starts(items, at[x.target]) == "PUSH_EXC_INFO"
+                           for x in items)
         seen, todo = set(), [0]
         while todo:
             i = todo.pop()
             while i < len(items) and i not in seen:
                 seen.add(i)
                 x = items[i]
-                if isinstance(x, Instr) and x.has_jump():
-                    todo.append(at[x.arg])
+                if isinstance(x, Instr) and x.has_jump() or isinstance(x, TryBegin) and self.handles:
+                    todo.append(at[x.arg if isinstance(x, Instr) else x.target])
                 if isinstance(x, Instr) and x.is_final():
                     break
                 i += 1
         return [x for i, x in enumerate(items) if i in seen]
 
-    def exception_table(self, entry):
-        if isinstance(entry, TryBegin) and self.handler_starts(entry.target) == "PUSH_EXC_INFO":
-            self.fail("try/except/finally")
+    @staticmethod
+    def starts(items, i):
+        """The name of the first instruction from ``items[i]`` on."""
+        return next((x.name for x in items[i:] if isinstance(x, Instr)), None)
 
-    def handler_starts(self, label):
-        """The name of the first instruction at ``label``."""
-        start = self.items.index(label)
-        return next((x.name for x in self.items[start:] if isinstance(x, Instr)), None)
+    def exception_table(self, entry):
+        if self.handles:  # (else the entries are cleanup, which only an exception needs)
+            super().exception_table(entry)
 
     def instr(self, ins):
         if ins.name == "RETURN_CONST":  # before a generator expression's return is rewritten

@@ -713,6 +713,168 @@ def comprehension_variable_is_not_leaked(xs):
     return ys, x  # noqa: F821  (NameError, as in the plain call)
 
 
+# -- exceptions and context managers ---------------------------------------------------
+@case((2.0,), (0,), ("a",), (None,))
+def try_except_else_finally(x):
+    log = []
+    try:
+        y = 1 / x
+    except ZeroDivisionError as e:
+        log.append(type(e).__name__)
+        y = 0.0
+    except (TypeError, KeyError):
+        y = -1.0
+    else:
+        log.append("else")
+        y = y * 2
+    finally:
+        log.append("finally")
+    return y, log
+
+
+@case(([1, 0, 2, "x", 3],), ([],))
+def try_in_a_loop_with_break_and_continue(xs):
+    s, seen = 0.0, []
+    for x in xs:
+        try:
+            if x == 3:
+                break
+            s += 1 / x
+        except ZeroDivisionError:
+            continue
+        except TypeError:
+            seen.append("type")
+        finally:
+            seen.append(x)
+    return s, seen
+
+
+@case((1.0,), (-1.0,), (0.0,))
+def return_inside_try_runs_finally(x):
+    log = []
+    try:
+        if x > 0:
+            return x, log
+        log.append("body")
+    finally:
+        log.append("finally")
+    return -x, log
+
+
+@case((2,), (0,), (-1,))
+def nested_try_and_raise_in_handler(n):
+    try:
+        try:
+            if n < 0:
+                raise ValueError("negative")
+            return 10 // n
+        except ZeroDivisionError:
+            raise KeyError("zero") from None
+        except ValueError as e:
+            raise TypeError(str(e)) from e
+    except KeyError as e:
+        return ("key", e.args, e.__suppress_context__)
+    except TypeError as e:
+        return ("type", e.args, type(e.__cause__).__name__)
+
+
+@case((0,), (1,))
+def bare_raise_reraises_the_handled_exception(n):
+    try:
+        try:
+            1 / n
+        except ZeroDivisionError:
+            raise
+        return "fine"
+    except ZeroDivisionError as e:
+        return type(e).__name__
+
+
+@case((0,),)
+def bare_raise_with_nothing_handled(n):
+    if n == 0:
+        raise  # RuntimeError: No active exception to reraise
+    return n
+
+
+def _fails(x):
+    return [1, 2][x]
+
+
+@case((0,), (5,), ("a",))
+def exception_raised_by_a_callee(x):
+    try:
+        v = _fails(x)
+    except IndexError:
+        v = "index"
+    except TypeError:
+        v = "type"
+    return v
+
+
+class _Recorder:
+    def __init__(self, log, suppress=False, value=1.0):
+        self.log, self.suppress, self.value = log, suppress, value
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self.value
+
+    def __exit__(self, kind, exc, tb):
+        self.log.append(("exit", None if kind is None else kind.__name__))
+        return self.suppress
+
+
+@case((2.0, False), (0.0, False), (0.0, True), ("s", True))
+def with_statements(x, suppress):
+    log = []
+    y = None
+    with _Recorder(log, suppress, 3.0) as v, _Recorder(log) as w:
+        y = v * w / x
+    with _Recorder(log):
+        log.append("inner")
+    return y, log
+
+
+@case((1.0,), (-1.0,))
+def return_and_break_inside_with(x):
+    log = []
+    for i in range(3):
+        with _Recorder(log):
+            if i == 1:
+                break
+    with _Recorder(log):
+        if x > 0:
+            return log
+    return log + ["end"]
+
+
+@case((2.0,), (0.0,))
+def library_context_managers(x):
+    import contextlib
+    with np.errstate(divide="ignore"):
+        y = np.float64(1.0) / np.float64(x)
+    with contextlib.suppress(ZeroDivisionError):
+        y = y + 1 / x
+    return y
+
+
+@case(([1, 2, 0],), ([1, 2],))
+def comprehension_raising_inside_try(xs):
+    x = "outer"
+    try:
+        ys = [1 / x for x in xs]  # (3.12+: inlined, its x restored on the way out)
+    except ZeroDivisionError:
+        ys = None
+    return x, ys
+
+
+@case((3,),)
+def not_a_context_manager(n):
+    with n:  # TypeError, as in the plain call
+        return n
+
+
 @case((3,), (0,))
 def comprehension_cell_beside_a_function_cell(n):
     # on 3.12+ the comprehension is inlined and shares the slot of the function's

@@ -10,42 +10,6 @@ import pytest
 from bytegrad.ir import UnsupportedError, lift
 
 
-def try_except(x):
-    y = x
-    try:  # <-
-        y = 1 / x
-    except ZeroDivisionError:
-        y = 0
-    return y
-
-
-def try_finally(x):
-    y = x
-    try:  # <-
-        y = 1 / x
-    finally:
-        y = 0
-    return y
-
-
-def try_in_loop(xs):
-    s = 0
-    for x in xs:
-        if x:
-            try:  # <-
-                s += 1 / x
-            except ZeroDivisionError:
-                pass
-    return s
-
-
-def with_statement(path):
-    y = None
-    with open(path) as fh:  # <-
-        y = fh.read()
-    return y
-
-
 def generator(x):
     y = x * 2
     yield y  # <-
@@ -74,23 +38,21 @@ def class_definition(x):
     return Local, y
 
 
-def bare_raise(x):
-    if x:
-        raise  # <-
-    return x
+def except_star(x):
+    try:
+        y = 1 / x
+    except* ZeroDivisionError:  # <-
+        y = 0
+    return y
 
 
 CASES = [
-    (try_except, "try"),
-    (try_finally, "finally"),
-    (try_in_loop, "except"),
-    (with_statement, "with"),
+    (except_star, "except*"),
     (generator, "yield"),
     (generator_yield_from, "yield"),
     (async_def, "async def"),
     (async_await, "async def"),
     (class_definition, "class definition"),
-    (bare_raise, "bare raise"),
 ]
 
 

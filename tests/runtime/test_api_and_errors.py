@@ -407,18 +407,6 @@ def test_registering_a_rule_fixes_no_rule_error():
 # UnsupportedError
 # ---------------------------------------------------------------------------
 
-def uses_try(x):
-    try:
-        return x * 2.0
-    except ZeroDivisionError:
-        return 0.0
-
-
-def uses_with(x):
-    with np.errstate(all="ignore"):
-        return x * 2.0
-
-
 def uses_yield(x):
     yield x * 2.0
 
@@ -431,8 +419,6 @@ def uses_genexpr(xs):
 
 
 @pytest.mark.parametrize("f, what, marker", [
-    (uses_try, "try", "try:"),
-    (uses_with, "with", "with np.errstate"),
     (uses_yield, "yield", "yield x"),
 ])
 def test_unsupported_construct_raises_unsupported_error(f, what, marker):
@@ -446,15 +432,15 @@ def test_unsupported_construct_raises_unsupported_error(f, what, marker):
 
 def test_unsupported_error_names_the_line():
     with pytest.raises(bytegrad.UnsupportedError) as e:
-        bytegrad.gradient(uses_with, 1.5)
-    assert e.value.line == lineno_of(uses_with, "with np.errstate")
+        bytegrad.gradient(uses_yield, 1.5)
+    assert e.value.line == lineno_of(uses_yield, "yield x")
 
 
 def test_unsupported_construct_in_called_function():
     def f(x):
-        return uses_try(x) + x
+        return sum(uses_yield(x)) + x
 
-    with pytest.raises(bytegrad.UnsupportedError, match="try"):
+    with pytest.raises(bytegrad.UnsupportedError, match="yield"):
         bytegrad.gradient(f, 1.5)
 
 

@@ -1,0 +1,172 @@
+"""``try``/``except``/``else``/``finally``, ``raise`` and ``with``: lifted with catch
+edges (a statement that may raise inside a ``try`` ends its block with ``br h (…)
+on raise``), run natively (an exception-table entry per such block), and
+differentiated along the path the call took: the reverse pass leaves out a
+statement that raised and carries gradients from the handler back to the values
+computed before the raise."""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bytegrad
+from checks import check_grad
+
+
+def guarded_log(x, y):
+    try:
+        z = x * y
+        w = math.log(z)
+    except ValueError:
+        w = x * 3.0
+    else:
+        w = w * y
+    finally:
+        w = w + y
+    return w
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=st.floats(-3, 3).filter(lambda t: abs(t) > 1e-2), y=st.floats(0.1, 3))
+def test_the_gradient_follows_the_handler_or_the_else_arm(x, y):
+    check_grad(guarded_log, x, y)
+
+
+def test_the_lifted_ir_shows_the_catch_edges():
+    text = str(bytegrad.stages(guarded_log).lifted)
+    assert "on raise" in text and "ops.exc_match" in text
+
+
+def _checked_sqrt(a):
+    b = a * 2.0  # computed, then the callee raises: it leaves nothing on the tape
+    if b < 0:
+        raise ValueError("negative")
+    return math.sqrt(b)
+
+
+def callee_raises(x):
+    a = x * x - 1.0
+    try:
+        r = _checked_sqrt(a) * x
+    except ValueError as e:
+        r = a * 3.0 + len(e.args)
+    return r
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5, -0.5, -2.0])
+def test_a_value_computed_before_the_raise_gets_its_gradient(x):
+    check_grad(callee_raises, x)
+
+
+def safe_log_loss(ps, eps):
+    total = 0.0
+    for p in ps:
+        try:
+            if p <= 0:
+                raise ValueError("non-positive")
+            total += math.log(p)
+        except ValueError:
+            total += math.log(eps)
+    return -total
+
+
+def test_raise_inside_a_loop():
+    g = check_grad(lambda a, b, c, eps: safe_log_loss([a, b, c], eps), 0.3, -0.1, 0.7, 1e-3)
+    assert g[0] == pytest.approx(-1 / 0.3) and g[1] is None and g[3] == pytest.approx(-1e3)
+
+
+def nested(x, n):
+    try:
+        try:
+            if n == 0:
+                raise KeyError("zero")
+            y = x / n
+        except KeyError:
+            y = x * x
+            raise TypeError("again") from None
+        finally:
+            x = x * 2.0
+    except TypeError:
+        y = y + x
+    return y * x
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_nested_handlers_and_a_raise_from_a_handler(n):
+    check_grad(lambda x: nested(x, n), 1.7)
+
+
+def reraised(x):
+    try:
+        try:
+            return math.log(x)
+        except ValueError:
+            raise
+    except ValueError:
+        return x * 5.0
+
+
+@pytest.mark.parametrize("x", [2.0, -2.0])
+def test_a_bare_raise_reraises_what_is_handled(x):
+    check_grad(reraised, x)
+
+
+class Scaled:
+    """A context manager whose ``__enter__`` computes from a differentiable value."""
+
+    def __init__(self, k, suppress=False):
+        self.k, self.suppress = k, suppress
+
+    def __enter__(self):
+        return self.k * 2.0
+
+    def __exit__(self, kind, exc, tb):
+        return self.suppress
+
+
+def with_scaled(x, k, suppress):
+    y = x
+    with Scaled(k, suppress) as v:
+        y = x * v
+        if x > 1.0:
+            y = y / (x - 3.0) if x < 2.0 else math.log(-x)  # (raises for x >= 2)
+    return y + k
+
+
+@pytest.mark.parametrize("x", [0.5, 1.5, 2.5])
+def test_with_and_an_exit_that_suppresses(x):
+    check_grad(lambda x, k: with_scaled(x, k, True), x, 1.3)
+
+
+def test_an_exception_that_exit_does_not_suppress_propagates():
+    with pytest.raises(ValueError):
+        bytegrad.gradient(lambda x, k: with_scaled(x, k, False), 2.5, 1.3)
+
+
+def library_managers(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x) * x
+    with contextlib.suppress(ZeroDivisionError):
+        scale = float(x[0]) / int(x[0] > 1.5)  # (ZeroDivisionError where x[0] <= 1.5)
+        y = y * scale
+    return np.sum(np.where(np.isfinite(y), y, 0.0))
+
+
+@pytest.mark.parametrize("x0", [2.0, 1.0])
+def test_numpy_errstate_and_contextlib_suppress(x0):
+    check_grad(library_managers, np.array([x0, 0.5, 3.0]))
+
+
+def test_a_change_made_before_the_raise_stays_as_the_plain_call_leaves_it():
+    def f(xs):
+        try:
+            xs.append(xs[0] * 2.0)
+            raise RuntimeError
+        except RuntimeError:
+            return xs[-1] * 3.0
+    xs = [1.5]
+    assert bytegrad.gradient(f, xs) == ([6.0],) and xs == [1.5, 3.0]
