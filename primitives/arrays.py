@@ -241,6 +241,8 @@ nondifferentiable(
     np.ndarray.argpartition, np.ndarray.nonzero, np.ndarray.searchsorted,
     np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.intp, np.bool_)
+# what a dtype is made from and asked: a dtype, a type, a bool or limits, never a value of x
+nondifferentiable(np.dtype, np.promote_types, np.issubdtype, np.finfo, np.iinfo, np.common_type)
 
 
 # ---------------------------------------------------------------- random sampling

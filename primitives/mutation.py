@@ -146,7 +146,7 @@ def _fill(a, v):
     return None, Effect(back)
 
 
-def _flat_write(a, flat, v, name, write):
+def _flat_write(a, flat, v, name, write, spread=None):
     """``write()`` stores the items of ``v`` (flattened, repeated as needed) at the flat
     positions ``flat`` of array ``a``, as np.put, np.place and np.fill_diagonal do.  The
     pullback takes the gradient of the written positions out of the shadow for ``v``
@@ -167,7 +167,7 @@ def _flat_write(a, flat, v, name, write):
             return {}
         if losers is not None:
             g[losers] = 0
-        return {name: lambda: _cycled(v, g)}
+        return {name: lambda: _cycled(v, g) if spread is None else spread(g)}
     return Effect(back)
 
 
@@ -246,6 +246,25 @@ def _place(arr, mask, vals):
         raise ValueError("np.place: mask and data must be the same size")
     return None, _flat_write(arr, np.flatnonzero(mask_), vals, "vals",
                              lambda: np.place(arr, mask, vals))
+
+
+@rule(np.putmask, note="values repeated as needed, as in NumPy: a.flat[n] = values.flat[n % values.size]")
+@by_name("np.putmask")
+def _putmask(a, mask, values):
+    _needs_array(a, "np.putmask")
+    mask_ = np.asarray(mask, dtype=bool)
+    if mask_.size != a.size:
+        raise ValueError("np.putmask: mask and data must be the same size")
+    flat = np.flatnonzero(mask_)
+
+    def spread(g):  # position n of a took item n % size of values
+        n = np.size(values)
+        if n == 0:
+            return None
+        d = np.zeros(n, g.dtype)
+        np.add.at(d, flat % n, g.ravel())
+        return unbroadcast(values, d.reshape(np.shape(values)))
+    return None, _flat_write(a, flat, values, "values", lambda: np.putmask(a, mask, values), spread)
 
 
 def _diagonal_positions(a, wrap):
@@ -647,4 +666,4 @@ def _delattr(obj, name):
 
 
 effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at,
-          np.put, np.place, np.fill_diagonal)
+          np.put, np.place, np.putmask, np.fill_diagonal)

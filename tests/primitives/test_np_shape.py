@@ -452,6 +452,22 @@ def test_nondifferentiable_functions_run_plainly():
     assert np.allclose(back(np.ones(3))[0], np.array([3.0, 4.0, 4.0]) * 14)
 
 
+@pytest.mark.parametrize("ask", [
+    lambda x: np.dtype(x.dtype), lambda x: np.promote_types(x.dtype, np.float32),
+    lambda x: np.issubdtype(x.dtype, np.floating), lambda x: np.finfo(x.dtype).eps,
+    lambda x: np.iinfo(np.int32).max, lambda x: np.common_type(x),
+    lambda x: np.result_type(x, 1.0),
+], ids=["dtype", "promote_types", "issubdtype", "finfo", "iinfo", "common_type", "result_type"])
+def test_what_a_dtype_is_made_from_and_asked_carries_no_gradient(ask):
+    """Registered as non-differentiable: the answer is a dtype, a type, a bool or a
+    limit, the same for every value of ``x`` (as SciPy's distributions use them)."""
+    x = np.array([0.5, -1.0, 2.0])
+    assert all(ask(x) == ask(x + d) for d in (1e-3, -0.7, 5.0))
+    g = bytegrad.gradient(lambda x: np.sum(np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
+                                           * (1.0 + 0.0 * float(ask(x) is None))), x)
+    assert np.array_equal(g[0], np.ones(3))
+
+
 SAMPLERS = [  # (function of a generator and the parameters, parameters)
     (lambda r, a, b: r.normal(a, b, 5), (0.3, 2.0)),
     (lambda r, a, b: r.normal(a, b, (4, 3)), (arr((3,)), arr((4, 1), seed=1) ** 2 + 0.5)),

@@ -84,7 +84,7 @@ WITHOUT_SAMPLE = {
          "np.radians", "np.reciprocal", "np.sign", "np.sin", "np.sinh", "np.sqrt", "np.square",
          "np.subtract", "np.tan", "np.tanh", "np.vecdot", "np.vecmat", "ndarray.dot"],
         "only out= can be a keyword: a write, tested with the mutation rules"),
-    **dict.fromkeys(["np.copyto", "np.fill_diagonal", "np.place", "np.put", "ndarray.fill",
+    **dict.fromkeys(["np.copyto", "np.fill_diagonal", "np.place", "np.put", "np.putmask", "ndarray.fill",
                      "ndarray.put", "ndarray.sort", "np.random.shuffle"], "writes into an argument"),
 }
 RANDOM = "np.random."
