@@ -12,7 +12,7 @@ import numpy as np
 
 from ..runtime.rules import RULES
 
-_NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.random", np.random))
+_NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft), ("np.random", np.random))
 
 
 def _public_names():
