@@ -79,6 +79,7 @@ SAMPLES = {
     "np.fft.fftshift": (M, 1), "np.fft.ifftshift": (B, (0, 2)),
     "scipy.special.logsumexp": (M, 1, M[::-1] - 0.5, True, True),
     "scipy.special.polygamma": (2, v + 3),
+    "np.linalg.eig": (A,), "np.linalg.eigvals": (A,), "np.linalg.cond": (A, "fro"),
 }
 
 # Rules with keyword-capable parameters and no sample, and why.
