@@ -69,9 +69,10 @@ def _resized(g, axis, m):
     return g
 
 
-def _pullback(a, steps, norm):
-    """The pullback of running the 1-D transforms ``steps`` (``(transform, n, axis)``, in
-    the order NumPy runs them) on ``a``."""
+def _adjoint(a, steps, norm):
+    """For running the 1-D transforms ``steps`` (``(transform, n, axis)``, in the order
+    NumPy runs them) on ``a``: a function of the output gradient giving the thunk of
+    ``a``'s gradient."""
     shape = list(np.shape(a))
     sized = []
     for f, n, axis in steps:  # each step's input length along its axis
@@ -146,15 +147,16 @@ def _transform(f, steps):
             return f(a, *rest, **kw), nograd(1 + len(rest))
         plan = steps(a, *rest, **kw)  # (refuses an output array first)
         y = f(a, *rest, **kw)
-        back = _pullback(a, *plan)
+        thunk = _adjoint(a, *plan)
         nones = (None,) * len(rest)
-        return y, lambda d: Lazy(None, back(d), *nones)
+        return y, lambda d: Lazy(None, thunk(d), *nones)
     return r
 
 
 def _note(one):
     return ("n/s, axis/axes, every norm; " +
-            ("real input" if one is fft.rfft else "real or complex input") + "; not out=")
+            ("real input" if one is fft.rfft else "real or complex input") +
+            "; out= only by keyword")
 
 
 for _f in (fft.fft, fft.ifft, fft.rfft, fft.irfft):
