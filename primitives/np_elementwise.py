@@ -673,7 +673,8 @@ def _not_implemented(f, name):
 
 
 def _zero_where_x_is(x, ratio):
-    """``ratio``, 0 where ``x == 0`` (``x * (...)`` at ``x = 0``, whatever the rest is)."""
+    """``ratio()``, 0 where ``x == 0`` (the derivative of ``x * g(y)`` in y at ``x = 0``,
+    whatever ``g'`` is there)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(x == 0, 0.0, ratio())
 
@@ -688,8 +689,8 @@ def _real_only(f, partial):
     return p
 
 
-def _register_scipy(special):
-    sp = special
+def _register_scipy(sp):
+    """Register the rules of ``scipy.special`` (the module ``sp``)."""
     half_sqrt_pi = np.sqrt(np.pi) / 2
 
     def bessel(f, sign):
@@ -753,7 +754,7 @@ def _register_scipy(special):
         ("gammainc", ("a", upper_density), "w.r.t. x (a: NotImplementedError)"),
         ("gammaincc", ("a", lambda a, x, y: -upper_density(a, x, y)),
          "w.r.t. x (a: NotImplementedError)"),
-        ("jv", ("v", lambda v, x, y: jv(v, x)), "w.r.t. x (v: NotImplementedError)"),
+        ("jv", ("v", lambda v, x, y: jv(v, x)), "jv = jn: w.r.t. x (v: NotImplementedError)"),
         ("yn", (None, lambda n, x, y: yv(n, x)), "w.r.t. x; n an integer"),
         ("iv", ("v", lambda v, x, y: iv(v, x)), "w.r.t. x (v: NotImplementedError)"),
         ("ive", ("v", _real_only(sp.ive, ive)), "w.r.t. real x (v, complex x: NotImplementedError)"),
