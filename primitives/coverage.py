@@ -1,4 +1,4 @@
-"""Generate docs/numpy.md from the rule registry: what NumPy is differentiated,
+"""Generate docs/numpy.md from the rule registry: what NumPy (and scipy.special) is differentiated,
 under which conditions, and what runs plainly without a gradient.
 
     python -m bytegrad.primitives.coverage          # rewrite docs/numpy.md
@@ -12,7 +12,13 @@ import numpy as np
 
 from ..runtime.rules import RULES
 
-_NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.random", np.random))
+_NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft), ("np.random", np.random))
+try:  # SciPy is optional; importing scipy.special registers its rules
+    import scipy.special
+except ImportError:
+    pass
+else:
+    _NAMESPACES += (("scipy.special", scipy.special),)
 
 
 def _public_names():

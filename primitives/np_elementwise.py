@@ -15,14 +15,24 @@ float32 stays float32; integer and boolean arguments get None):
     maximum minimum fmax fmin where clip (and the methods ``x.clip``, ``x.conj``,
     ``x.conjugate``); nan_to_num (``x`` gets the gradient where it is finite, the
     replacement values ``nan=``, ``posinf=``, ``neginf=`` where they replaced;
-    ``copy=False`` is a write into ``x``); with SciPy, ``scipy.special.expit``,
-    ``logit``, ``log_expit`` (registered when ``scipy.special`` is imported, so
-    bytegrad itself does not import SciPy).
+    ``copy=False`` is a write into ``x``); with SciPy (registered when
+    ``scipy.special`` is imported, so bytegrad itself does not import SciPy), of
+    ``scipy.special``: expit logit log_expit erf erfc erfinv erfcinv gammaln
+    digamma/psi gamma rgamma j0 j1 y0 y1 i0 i1; xlogy xlog1py beta betaln (both
+    arguments); polygamma(n, x) yn(n, x) (x; the integer order has none); jv iv ive
+    (x; the order v refused), betainc (x; a, b refused), gammainc gammaincc (x; a
+    refused) — a refused gradient raises NotImplementedError naming the parameter
+    when it is asked for: a float order that reaches the call as a variable is asked
+    for, so make it a constant with ``bytegrad.stop_gradient``; logsumexp (with
+    ``b=``, ``return_sign=``, complex input).  xlogy's and xlog1py's x-partial at
+    ``x = 0`` where the log is infinite (``y = 0``, ``y = -1``) is taken as 0, as
+    ``xlogy(0, y) = 0`` is; elsewhere at ``x = 0`` it is the true ``log y``.
 Non-differentiable (run plainly, carry no gradient): floor ceil trunc rint fix
     round around ``x.round`` floor_divide (piecewise constant: the derivative is 0
     wherever it exists), isnan isinf isfinite isposinf isneginf signbit isreal
     iscomplex isclose, the comparisons greater greater_equal less less_equal equal
-    not_equal, logical_and logical_or logical_xor logical_not.
+    not_equal, logical_and logical_or logical_xor logical_not; with SciPy,
+    ``scipy.special.gammasgn`` (±1 between the poles of gamma).
 
 Conventions:
   * Complex numbers follow the Zygote convention of the operator rules: a
@@ -630,31 +640,161 @@ SCIPY_UNARY = [
 ]
 
 
-def _register_scipy(special):
-    table = SCIPY_UNARY + [
-        ("erf", MUL, lambda x, y: (2 / np.sqrt(np.pi)) * np.exp(-x * x), None),
-        ("erfc", MUL, lambda x, y: (-2 / np.sqrt(np.pi)) * np.exp(-x * x), None),
-        ("gammaln", MUL, lambda x, y: special.digamma(x), None),
+def elementwise_rule(f, partials):
+    """The rule of the elementwise function ``f`` of ``len(partials)`` arguments (with
+    broadcasting; ufunc options after them as in `_call`).  ``partials[i]`` is the
+    partial derivative in argument ``i`` as a function of all the arguments (lists as
+    arrays) and the result, holomorphic where complex; None for an argument that has no
+    derivative (an integer order); a string, the parameter's name, for a derivative not
+    implemented: asking for that gradient raises NotImplementedError naming it."""
+    k = len(partials)
+
+    def r(*args, **kw):
+        args, rest = args[:k], args[k:]
+        y = _call(f, args, rest, kw) if rest or kw else f(*args)
+        arrs = [_arr(x) for x in args]
+
+        def grad(x, p, d):
+            if p is None or not active(x):
+                return None
+            if type(p) is str:
+                return lambda: _not_implemented(f, p)
+            return lambda: ub(x, d * conj(p(*arrs, y)))
+        return y, lambda d: Lazy(None, *(grad(x, p, d) for x, p in zip(args, partials)),
+                                 *(None,) * len(rest))
+    return r
+
+
+def _not_implemented(f, name):
+    raise NotImplementedError(
+        f"scipy.special.{f.__name__}: the gradient with respect to {name} is not implemented; "
+        f"pass {name} as a constant (bytegrad.stop_gradient({name})) or register a rule with "
+        f"bytegrad.rule(scipy.special.{f.__name__}, override=True)")
+
+
+def _zero_where_x_is(x, ratio):
+    """``ratio()``, 0 where ``x == 0`` (the derivative of ``x * g(y)`` in y at ``x = 0``,
+    whatever ``g'`` is there)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0, ratio())
+
+
+def _real_only(f, partial):
+    """``partial``, refusing complex arguments (``f`` is not holomorphic there)."""
+    def p(*args):
+        if any(np.iscomplexobj(a) for a in args):
+            raise NotImplementedError(f"scipy.special.{f.__name__}: the gradient for complex "
+                                      f"arguments is not implemented (it is not holomorphic)")
+        return partial(*args)
+    return p
+
+
+def _register_scipy(sp):
+    """Register the rules of ``scipy.special`` (the module ``sp``)."""
+    half_sqrt_pi = np.sqrt(np.pi) / 2
+
+    def bessel(f, sign):
+        """The derivative in x of the cylinder function ``f(v, x)``, from the recurrence
+        ``f'_v = (f_{v-1} + sign f_{v+1}) / 2`` (sign -1 for J and Y, +1 for I)."""
+        return lambda v, x: (f(v - 1, x) + sign * f(v + 1, x)) / 2
+
+    def rgamma(x, y):  # -y digamma(x); at x = -n, where 1/gamma is 0: (-1)^n n!
+        with np.errstate(invalid="ignore"):
+            g = -y * sp.digamma(x)
+        if np.iscomplexobj(x):
+            return g
+        return np.where((x <= 0) & (x == np.floor(x)), (1 - 2 * (x % 2)) * sp.gamma(1 - x), g)
+
+    jv, yv, iv = bessel(sp.jv, -1), bessel(sp.yv, -1), bessel(sp.iv, 1)
+    # (name, MUL or DIV, derivative from (x, y), fused kernel, note)
+    unary = [(name, mode, deriv, fuse, None) for name, mode, deriv, fuse in SCIPY_UNARY] + [
+        ("erf", MUL, lambda x, y: (2 / np.sqrt(np.pi)) * np.exp(-x * x), None, None),
+        ("erfc", MUL, lambda x, y: (-2 / np.sqrt(np.pi)) * np.exp(-x * x), None, None),
+        ("erfinv", MUL, lambda x, y: half_sqrt_pi * np.exp(y * y), None, "inf at -1 and 1"),
+        ("erfcinv", MUL, lambda x, y: -half_sqrt_pi * np.exp(y * y), None, "inf at 0 and 2"),
+        ("gammaln", MUL, lambda x, y: sp.digamma(x), None, None),
+        ("digamma", MUL, lambda x, y: sp.polygamma(1, x), None, "also psi"),
+        ("gamma", MUL, lambda x, y: y * sp.digamma(x), None, None),
+        ("rgamma", MUL, rgamma, None, "(-1)^n n! at x = -n, where 1/gamma is 0"),
+        ("j0", MUL, lambda x, y: jv(0, x), None, None),
+        ("j1", MUL, lambda x, y: jv(1, x), None, None),
+        ("y0", MUL, lambda x, y: yv(0, x), None, None),
+        ("y1", MUL, lambda x, y: yv(1, x), None, None),
+        ("i0", MUL, lambda x, y: iv(0, x), None, None),
+        ("i1", MUL, lambda x, y: iv(1, x), None, None),
     ]
-    for name, mode, deriv, fuse in table:
-        f = getattr(special, name, None)
+    for name, mode, deriv, fuse, note in unary:
+        f = getattr(sp, name, None)
         if f is not None:
-            rule(f)(unary_rule(f, mode, deriv, fuse))
-    rule(special.logsumexp, note="without b= and return_sign=")(_logsumexp_rule(special.logsumexp))
+            rule(f, note=note)(unary_rule(f, mode, deriv, fuse))
+
+    def upper_density(a, x, y):  # d gammainc(a, x) / dx
+        return np.exp(sp.xlogy(a - 1, x) - x - sp.gammaln(a))
+
+    def ive(v, x, y):  # ive = iv e^{-|x|}
+        return bessel(sp.ive, 1)(v, x) - np.sign(x) * y
+    # (name, partial derivatives (see `elementwise_rule`), note)
+    table = [
+        ("xlogy", (lambda x, y, z: sp.xlogy((x != 0) | (y != 0), y),
+                   lambda x, y, z: _zero_where_x_is(x, lambda: np.divide(x, y))),
+         "d/dx = log y except at x = y = 0, where it is 0 (as xlogy(0, y) = 0); d/dy = x / y, "
+         "0 where x = 0"),
+        ("xlog1py", (lambda x, y, z: sp.xlogy((x != 0) | (y != -1), 1 + y),
+                     lambda x, y, z: _zero_where_x_is(x, lambda: np.divide(x, 1 + y))),
+         "d/dx = log1p(y) except at x = 0, y = -1, where it is 0 (as xlog1py(0, y) = 0); "
+         "d/dy = x / (1 + y), 0 where x = 0"),
+        ("polygamma", (None, lambda n, x, y: sp.polygamma(n + 1, x)), "w.r.t. x; n an integer"),
+        ("beta", (lambda a, b, y: y * (sp.digamma(a) - sp.digamma(a + b)),
+                  lambda a, b, y: y * (sp.digamma(b) - sp.digamma(a + b))), None),
+        ("betaln", (lambda a, b, y: sp.digamma(a) - sp.digamma(a + b),
+                    lambda a, b, y: sp.digamma(b) - sp.digamma(a + b)), None),
+        ("betainc", ("a", "b", lambda a, b, x, y: np.exp(sp.xlogy(a - 1, x) + sp.xlog1py(b - 1, -x)
+                                                         - sp.betaln(a, b))),
+         "w.r.t. x (a and b: NotImplementedError)"),
+        ("gammainc", ("a", upper_density), "w.r.t. x (a: NotImplementedError)"),
+        ("gammaincc", ("a", lambda a, x, y: -upper_density(a, x, y)),
+         "w.r.t. x (a: NotImplementedError)"),
+        ("jv", ("v", lambda v, x, y: jv(v, x)), "jv = jn: w.r.t. x (v: NotImplementedError)"),
+        ("yn", (None, lambda n, x, y: yv(n, x)), "w.r.t. x; n an integer"),
+        ("iv", ("v", lambda v, x, y: iv(v, x)), "w.r.t. x (v: NotImplementedError)"),
+        ("ive", ("v", _real_only(sp.ive, ive)), "w.r.t. real x (v, complex x: NotImplementedError)"),
+    ]
+    for name, partials, note in table:
+        f = getattr(sp, name)
+        rule(f, note=note)(elementwise_rule(f, partials))
+    nondifferentiable(sp.gammasgn)  # piecewise constant: ±1 between the poles of gamma
+    rule(sp.logsumexp, note="b= (also negative), return_sign=, complex a and b")(
+        by_name("scipy.special.logsumexp")(_logsumexp_rule(sp.logsumexp)))
 
 
 def _logsumexp_rule(logsumexp):
+    """``y = log |s|``, ``s = sum(b e^a)`` (``log s`` for complex input without
+    ``return_sign``): with ``sign = s / |s|`` and ``w = e^{a - y}``, the derivative of
+    ``log s`` is ``b e^a / s = b w conj(sign)``, so ``a`` gets ``conj(b w) sign c`` and
+    ``b`` ``conj(w) sign c`` for the cotangent ``c`` of ``log s``: ``dy``, plus
+    ``i Im(dsign conj(sign))`` from the phase of a complex sign (a real sign is
+    piecewise constant); NaN where a real ``s`` is negative without ``return_sign``
+    (the value is NaN there)."""
     def r(a, axis=None, b=None, keepdims=False, return_sign=False):
-        if b is not None or return_sign:
-            raise NotImplementedError("scipy.special.logsumexp: b= and return_sign= are not "
-                                      "differentiable yet")
-        y = logsumexp(a, axis=axis, keepdims=keepdims)
-        a_ = np.asarray(a)
+        y = logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
         def back(d):
-            yk = logsumexp(a_, axis=axis, keepdims=True)
-            dk = d if keepdims or axis is None else np.expand_dims(d, axis)
-            return None, ub(a, dk * np.exp(a_ - yk))
+            a_, b_ = np.asarray(a), (1.0 if b is None else np.asarray(b))
+            yk, sk = logsumexp(a_, axis=axis, b=b_, keepdims=True, return_sign=True)
+            dy, ds = (d[0], d[1]) if return_sign else (d, None)
+
+            def kept(g):  # a gradient of the result, with the reduced axes kept
+                g = np.asarray(0.0 if g is None else g)
+                return g if keepdims or axis is None else np.expand_dims(g, axis)
+            c = kept(dy)
+            if np.iscomplexobj(sk):
+                if ds is not None:
+                    c = c + 1j * np.imag(kept(ds) * np.conj(sk))
+            elif not return_sign:
+                sk = np.where(sk < 0, np.nan, sk)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = conj(np.exp(a_ - yk)) * sk * c
+            return {"a": _thunk(a, lambda: ub(a, conj(b_) * w)), "b": _thunk(b, lambda: ub(b, w))}
         return y, back
     return r
 

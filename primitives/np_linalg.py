@@ -1,6 +1,7 @@
 """Rules for NumPy's products (dot, matmul, inner, outer, tensordot, einsum, trace,
 kron, vdot, cross, vecdot, matvec, vecmat) and for ``np.linalg`` (solve, inv, det,
-slogdet, cholesky, eigh, eigvalsh, svd, qr, lstsq, pinv).
+slogdet, cholesky, eigh, eigvalsh, eig, eigvals, svd, qr, lstsq, pinv, cond,
+matrix_power, multi_dot).
 
 Every product's pullback is `Lazy`, so the gradient of an operand nobody
 differentiates (the data ``X`` in ``X @ W``) is never computed.  Complex numbers
@@ -13,7 +14,18 @@ Factorisations of Hermitian matrices (``cholesky``, ``eigh``, ``eigvalsh``) trea
 their input as Hermitian, as NumPy does (it reads one triangle only): the
 gradient returned is the Hermitian one, i.e. the gradient of
 ``f((A + A^H) / 2)``.  It agrees with any chain of differentiation in which the
-matrix is built symmetrically (``X @ X.T``, ``(B + B.T) / 2``, ...).  Outputs that
+matrix is built symmetrically (``X @ X.T``, ``(B + B.T) / 2``, ...).  ``eig`` and
+``eigvals`` of a general real or complex matrix need distinct eigenvalues.  An
+eigenvector is defined up to a factor; NumPy returns what LAPACK's geev documents:
+unit norm and the entry of largest modulus real (for a complex matrix positive; for
+a real one its sign, like the sign of a real eigenvector, comes out of LAPACK's
+arithmetic and may jump).  The gradient is the derivative of exactly that, so the
+unit norm is part of it (a function of ``abs(v)`` sees it); as in JAX, the
+functions to differentiate are those invariant to the phases (``abs(v)``,
+``v[:, k] / v[j, k]``, ``v diag(w) inv(v)``), which get the same gradient in any
+normalisation; for a complex matrix any function is smooth away from ties for the
+largest entry, and gets its gradient.
+Outputs that
 are tuples (``slogdet``, ``eigh``, ``svd``, ``qr``, ``lstsq``) receive their
 gradient as a tuple with None for components without gradient.
 """
@@ -27,6 +39,7 @@ from ..runtime.algebra import Eye
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
 from . import buffers
 from ._util import conj, unbroadcast as ub
+from .np_reductions import _norm
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -733,6 +746,66 @@ def _eigvalsh(a, *rest, **kw):
     return y, back
 
 
+def _eig_grad(w, v, dw, dv):
+    """The gradient of the eigendecomposition ``a v = v diag(w)`` of a general matrix for
+    gradients ``dw``, ``dv`` (None where absent): ``v^-H h v^H``, where ``h`` has the
+    diagonal ``dw`` and off it ``g'_ij / conj(w_j - w_i)``.  With ``dv = v c`` (``c``
+    off its diagonal from ``v^-1 da v``), ``g' = g - v^H v diag(Re diag g) - i r^H
+    diag(Im diag g / diag r)`` for ``g = v^H dv``: the diagonal of ``c`` is fixed by the
+    normalisation LAPACK's geev documents and NumPy returns, each column of unit norm
+    (the second term) with its entry of largest modulus real (the third; ``r_kj`` is
+    that entry's row of ``v``)."""
+    vh = _mH(v)
+    if dv is None:
+        h = np.zeros(v.shape, np.result_type(v.dtype, np.asarray(dw).dtype))
+    else:
+        g = vh @ np.asarray(dv)
+        gd = _diag(g).copy()
+        g -= vh @ (v * gd.real[..., None, :])
+        if g.dtype.kind == "c":
+            top = np.argmax(np.abs(v), axis=-2)[..., :, None]  # each column's largest entry
+            r = np.take_along_axis(v, np.broadcast_to(top, v.shape), axis=-2)
+            g -= 1j * _mH(r) * (gd.imag / _diag(r).real)[..., None, :]
+        e = np.conj(w[..., None, :] - w[..., :, None])     # e_ij = conj(w_j - w_i)
+        _diag(e)[...] = 1
+        h = g / e
+        _diag(h)[...] = 0
+    if dw is not None:
+        _diag(h)[...] += dw
+    return np.linalg.solve(vh, h @ vh)
+
+
+@rule(np.linalg.eig, note="distinct eigenvalues; eigenvectors as LAPACK's geev normalises them "
+                          "(unit norm, the entry of largest modulus real): for real a only "
+                          "functions invariant to their signs and phases are smooth")
+def _eig(a):
+    y = np.linalg.eig(a)
+
+    def back(d):
+        dw, dv = _parts(d, y)
+
+        def ga():
+            if not _float(a) or (dw is None and dv is None):
+                return None
+            return _fit(a, _eig_grad(y[0], y[1], dw, dv))
+        return Lazy(None, ga)
+    return y, back
+
+
+@rule(np.linalg.eigvals, note="a diagonalisable (distinct eigenvalues)")
+def _eigvals(a):
+    y = np.linalg.eigvals(a)
+
+    def back(d):
+        def ga():
+            if not _float(a):
+                return None
+            w, v = np.linalg.eig(a)
+            return _fit(a, _eig_grad(w, v, d, None))
+        return Lazy(None, ga)
+    return y, back
+
+
 def _svd_grad(u, s, vh, du, ds, dvh):
     """The gradient of ``a = u diag(s) vh`` (reduced SVD) for gradients ``du``,
     ``ds``, ``dvh`` (None where absent)."""
@@ -953,6 +1026,31 @@ def _lstsq(a, b, *rest, **kw):
                 return None
             return _fit(b, g[:, 0] if vec else g)
         return Lazy(*_pad((None, ga, gb), 2 + len(rest)))
+    return y, back
+
+
+@rule(np.linalg.cond, note="p = None, 2, -2: distinct largest and smallest singular values; "
+                           "'fro', 1, -1, inf, -inf: x nonsingular (1, inf: the gradient of the "
+                           "norms, split among tied column or row sums)")
+def _cond(x, *rest):
+    """``norm(x, 2) / norm(x, -2)`` (``p`` None or 2; the inverse for -2), or
+    ``norm(x, p) norm(inv(x), p)``, over the last two axes: through those rules."""
+    y = np.linalg.cond(x, *rest)
+    p = rest[0] if rest else None
+
+    def back(d):
+        def gx():
+            if not _float(x):
+                return None
+            d2 = np.asarray(d)
+            if p is None or (not isinstance(p, str) and abs(p) == 2):
+                (big, bb), (small, bs) = _norm(x, 2, (-2, -1)), _norm(x, -2, (-2, -1))
+                num, den, bnum, bden = (small, big, bs, bb) if p == -2 else (big, small, bb, bs)
+                return _fit(x, bnum(d2 / den)[1] - bden(d2 * num / (den * den))[1])
+            inverse, binv = _inv(x)
+            (n1, b1), (n2, b2) = _norm(x, p, (-2, -1)), _norm(inverse, p, (-2, -1))
+            return _fit(x, b1(d2 * n2)[1] + binv(b2(d2 * n1)[1])[1])
+        return Lazy(None, gx, *(None,) * len(rest))
     return y, back
 
 

@@ -14,6 +14,7 @@ from hypothesis.extra import numpy as hnp
 import bytegrad
 import bytegrad.primitives.np_elementwise as npe  # noqa: F401  (registers the rules)
 from bytegrad.primitives import _util
+import scipy.special as special  # (a dev dependency; after bytegrad, which registers its rules then)
 import bytegrad.testing
 from checks import arr, check_grad, check_stateful
 
@@ -484,6 +485,144 @@ def test_scipy_special_erf_gammaln_logsumexp():
     check_rule(lambda x: special.logsumexp(x, axis=0, keepdims=True), x)
     g = bytegrad.gradient(lambda x: special.logsumexp(x), x)[0]
     np.testing.assert_allclose(g, np.exp(x) / np.exp(x).sum(), rtol=1e-13)  # softmax
+
+
+@pytest.mark.parametrize("name, lo, hi", [
+    ("digamma", 0.3, 5), ("gamma", 0.3, 4), ("gamma", -2.7, -2.2), ("rgamma", -3.5, 4),
+    ("erfinv", -0.9, 0.9), ("erfcinv", 0.1, 1.9), ("j0", -6, 6), ("j1", -6, 6), ("y0", 0.3, 6),
+    ("y1", 0.3, 6), ("i0", -3, 3), ("i1", -3, 3)])
+def test_scipy_special_unary(name, lo, hi):
+    f = getattr(special, name)
+    check_rule(lambda x: f(x), rand((2, 3), lo, hi))
+    check_rule(lambda x: f(x), rand(4, lo, hi, np.float32))
+    check_rule(lambda x: f(x), float(rand((), lo, hi)))
+
+
+@pytest.mark.parametrize("name, order, lo, hi", [
+    ("polygamma", 0, 0.3, 4), ("polygamma", 2, 0.3, 4), ("jv", 2.5, 0.1, 6), ("jv", 0, -6, 6),
+    ("yn", 0, 0.3, 6), ("yn", 3, 0.5, 6), ("iv", 1.5, 0.1, 3), ("iv", 2, -3, 3), ("ive", 0.5, 0.1, 3),
+    ("ive", 3, -3, 3)])
+def test_scipy_special_of_an_order(name, order, lo, hi):
+    f = getattr(special, name)
+    x = rand((2, 3), lo, hi)
+    # a float order that reaches the call as a variable is differentiable, and its gradient is
+    # refused (see the next tests) unless it is made a constant
+    check_rule(lambda x: f(bytegrad.stop_gradient(order), x), x)
+    orders = np.array([[order], [order + 1]])  # broadcast against x
+    if name in ("polygamma", "yn"):  # integer orders: no gradient
+        assert bytegrad.gradient(lambda n, x: np.sum(f(n, x)), orders, x)[0] is None
+    check_rule(lambda x: f(bytegrad.stop_gradient(orders), x), x)
+
+
+def test_scipy_special_holomorphic_bessel_of_complex_x():
+    z = rand((2, 3), 0.5, 3, np.complex128)
+    check_rule(lambda z: special.jv(1.5, z), z)
+    check_rule(lambda z: special.iv(2, z), z)
+
+
+def test_scipy_special_closed_forms():
+    x = rand(5, 0.5, 4)
+    for f, expected in ((lambda x: special.j0(x), -special.j1(x)),
+                        (lambda x: special.i0(x), special.i1(x)),
+                        (lambda x: special.y0(x), -special.y1(x)),
+                        (lambda x: special.digamma(x), special.polygamma(1, x)),
+                        (lambda x: special.gammaln(x), special.digamma(x)),
+                        (lambda x: special.erfinv(special.erf(x)), np.ones(5))):
+        np.testing.assert_allclose(grad_of(f, x)[0], expected, rtol=1e-10)
+    # d/dx 1/gamma(x) at its zeros x = -n is (-1)^n n!
+    poles = np.array([0.0, -1.0, -2.0, -3.0])
+    np.testing.assert_allclose(grad_of(lambda x: special.rgamma(x), poles)[0], [1, -1, 2, -6])
+    check_rule(lambda x: special.rgamma(x), poles)
+    # P(a, x) + Q(a, x) = 1, and dP/dx is the gamma density
+    np.testing.assert_allclose(grad_of(lambda x: special.gammainc(2.5, x) + special.gammaincc(2.5, x),
+                                       x)[0], 0, atol=1e-15)
+    np.testing.assert_allclose(grad_of(lambda x: special.gammainc(1.0, x), x)[0], np.exp(-x))
+    # I_x(1, 1) = x, I_x(2, 1) = x^2
+    u = x / 5
+    np.testing.assert_allclose(grad_of(lambda u: special.betainc(1.0, 1.0, u), u)[0], 1)
+    np.testing.assert_allclose(grad_of(lambda u: special.betainc(2.0, 1.0, u), u)[0], 2 * u)
+
+
+def test_scipy_special_of_two_arguments():
+    a, b = rand((2, 3), 0.3, 3), rand((3,), 0.3, 3, seed=1)
+    for f in (special.xlogy, special.xlog1py, special.beta, special.betaln):
+        check_rule(lambda a, b: f(a, b), a, b)
+        check_rule(lambda a, b: f(a, b), 1.5, 0.7)
+    check_rule(lambda a, b: special.xlogy(a, b), a - 1.5, b)
+    check_rule(lambda a, b: special.xlog1py(a, b), a - 1.5, b - 0.9)
+    check_rule(lambda a, b: special.xlogy(a, b), rand(3, 0.5, 2, np.complex128),
+               rand(3, 0.5, 2, np.complex128, seed=2))
+    check_rule(lambda a, b: special.beta(a, b), rand(3, -2.8, -2.2), rand(3, 0.2, 0.7))
+    check_rule(lambda x: special.betainc(2.5, 0.7, x), rand((2, 3), 0.05, 0.95))
+    check_rule(lambda x: special.gammainc(0.5, x), rand(4, 0.1, 4))
+    check_rule(lambda x: special.gammaincc(3.0, x), rand(4, 0.1, 4))
+
+
+def test_scipy_xlogy_at_zero_follows_the_xlogy_0_y_convention():
+    for f, at in ((special.xlogy, 0.0), (special.xlog1py, -1.0)):
+        # x = 0, y regular: the true partials (d/dx = log y, d/dy = 0), checked by differences
+        assert bytegrad.gradient(lambda x, y: f(x, y), 0.0, at + 2.0) == (np.log(2.0), 0.0)
+        check_rule(lambda x, y: f(x, y), np.array([0.0, 0.0, 1.5]), np.array([at + 2.0, at + 0.5, at + 3.0]))
+        # x = 0 where log y is -inf: f(0, y) = 0 for every y, and the x-partial is taken 0 too
+        assert bytegrad.gradient(lambda x, y: f(x, y), 0.0, at) == (0.0, 0.0)
+        g = bytegrad.gradient(lambda p: np.sum(f(p, p + at)), np.array([0.0, 0.5]))[0]
+        np.testing.assert_allclose(g, [0.0, np.log(0.5) + 1])  # d/dp (p log p) = log p + 1
+
+
+def test_scipy_gammasgn_is_piecewise_constant():
+    x = np.array([-3.7, -2.5, -1.2, -0.4, 0.3, 2.2, 9.0])
+    assert bytegrad.gradient(lambda x: np.sum(special.gammasgn(x)), x) == (None,)
+    g, = bytegrad.gradient(lambda x: np.sum(x * special.gammasgn(x)), x)
+    np.testing.assert_array_equal(g, special.gammasgn(x))
+    for h in (1e-3, 1e-6):  # the finite differences agree: away from the poles it is flat
+        np.testing.assert_array_equal(special.gammasgn(x + h) - special.gammasgn(x - h), 0)
+
+
+@pytest.mark.parametrize("name, refused, call", [
+    ("betainc", "a", lambda a: special.betainc(a, 2.0, 0.25)),
+    ("betainc", "b", lambda b: special.betainc(1.5, b, 0.25)),
+    ("gammainc", "a", lambda a: special.gammainc(a, 0.25)),
+    ("gammaincc", "a", lambda a: special.gammaincc(a, 0.25)),
+    ("jv", "v", lambda v: special.jv(v, 0.25)), ("iv", "v", lambda v: special.iv(v, 0.25)),
+    ("ive", "v", lambda v: special.ive(v, 0.25))])
+def test_scipy_special_refuses_the_gradients_it_does_not_have(name, refused, call):
+    with pytest.raises(NotImplementedError, match=f"{name}: the gradient with respect to {refused} is not"):
+        bytegrad.gradient(call, 1.5)
+
+
+def test_scipy_special_ive_refuses_complex_x():
+    with pytest.raises(NotImplementedError, match=r"ive: .*complex"):
+        bytegrad.gradient(lambda z: np.abs(special.ive(1.0, z)), 1.0 + 1.0j)
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (0, True), ((0, 2), False),
+                                            (-1, True)])
+def test_scipy_logsumexp_with_b_and_return_sign(axis, keepdims):
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
+    kw = dict(axis=axis, keepdims=keepdims)
+    check_rule(lambda a, b: special.logsumexp(a, b=b, return_sign=True, **kw), a, b)
+    check_rule(lambda a, b: special.logsumexp(a, b=np.abs(b), **kw), a, b)
+    check_rule(lambda a, b: special.logsumexp(a, b=b[0], return_sign=True, **kw), a, b)  # broadcast
+    z, c = a + 1j * b, b - 0.5j * a
+    check_rule(lambda z, c: special.logsumexp(z, b=c, **kw), z, c)
+    check_rule(lambda z, c: special.logsumexp(z, b=c, return_sign=True, **kw), z, c)
+    check_rule(lambda z: special.logsumexp(z, **kw), z)
+
+
+def test_scipy_logsumexp_closed_forms():
+    a, b = np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 0.5])
+    s = np.sum(b * np.exp(a))
+    ga, gb = bytegrad.gradient(lambda a, b: special.logsumexp(a, b=b, return_sign=True)[0], a, b)
+    np.testing.assert_allclose(ga, b * np.exp(a) / s)  # d log|s| = ds / s
+    np.testing.assert_allclose(gb, np.exp(a) / s)
+    # the sign of a real sum is piecewise constant: it carries no gradient
+    g, = bytegrad.gradient(lambda a: special.logsumexp(a, b=b, return_sign=True)[1], a)
+    assert g is None or np.all(g == 0)
+    # without return_sign a negative sum is NaN, and so is its gradient
+    with np.errstate(invalid="ignore"):
+        g, = bytegrad.gradient(lambda a: special.logsumexp(a, b=-np.abs(b)), a)
+    assert np.all(np.isnan(g))
 
 
 # ---------------------------------------------------------------------------

@@ -629,6 +629,93 @@ def test_multi_dot(shapes, dtype):
     assert all(x.dtype == dtype for x in g)
 
 
+def general(rng, shape, dtype=np.float64, real_spectrum=False):
+    """A random non-normal matrix (stack) with eigenvalues 1, 2, ..., n (``real_spectrum``)
+    or random ones, well separated in either case."""
+    n = shape[-1]
+    if not real_spectrum:
+        return rand(rng, shape, dtype)
+    s = wellcond(rng, shape, dtype)
+    return (s @ (np.arange(1.0, n + 1)[:, None] * np.linalg.inv(s))).astype(dtype)
+
+
+def eigenvector_invariants(a):
+    """Functions of eig(a) invariant to the eigenvectors' phases: each vector's moduli, each
+    scaled to a first entry of 1, and the eigenvalues."""
+    w, v = np.linalg.eig(a)
+    return np.abs(v) ** 2, v / v[..., :1, :], w
+
+
+@pytest.mark.parametrize("dtype, real_spectrum", [(np.float64, False), (np.float64, True),
+                                                  (np.complex128, False)])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+def test_eig_and_eigvals(dtype, real_spectrum, shape):
+    a = general(np.random.default_rng(41), shape, dtype, real_spectrum)
+    check(lambda a: np.linalg.eigvals(a), a)
+    check(lambda a: eigenvector_invariants(a), a)
+    # two calls: each alone is not phase-invariant, together they are
+    check(lambda a: np.linalg.eig(a).eigenvectors[..., 1:, :] / np.linalg.eig(a).eigenvectors[..., :1, :], a)
+    check(lambda a: np.linalg.eig(a)[0] * 2, a)  # eigenvalues only
+
+
+def test_eig_closed_forms():
+    rng = np.random.default_rng(42)
+    a = general(rng, (4, 4), np.complex128)
+    w, v = np.linalg.eig(a)
+    vi = np.linalg.inv(v)
+    # d w_k = (v^-1 da v)_kk = sum_ij v^-1[k, i] da_ij v[j, k]: Re w_k has the gradient
+    # conj(outer(v^-1[k], v[:, k]))
+    for k in range(4):
+        g, = bytegrad.gradient(lambda a: np.real(np.linalg.eigvals(a)[k]), a)
+        np.testing.assert_allclose(g, np.conj(np.outer(vi[k], v[:, k])), atol=1e-10)
+    # v diag(w) v^-1 is a itself, whatever the gauge: its gradient is the cotangent
+    u = rand(rng, (4, 4), np.complex128)
+
+    def rebuilt(a):
+        w, v = np.linalg.eig(a)
+        return np.real(np.sum(np.conj(u) * ((v * w) @ np.linalg.inv(v))))
+    np.testing.assert_allclose(bytegrad.gradient(rebuilt, a)[0], u, atol=1e-9)
+    # the trace is the sum of the eigenvalues
+    g, = bytegrad.gradient(lambda a: np.real(np.sum(np.linalg.eigvals(a))), general(rng, (3, 3)))
+    np.testing.assert_allclose(g, np.eye(3), atol=1e-12)
+
+
+def test_eig_follows_lapacks_normalisation():
+    # NumPy's eigenvectors of a complex matrix have unit norm and their entry of largest
+    # modulus real and positive (what LAPACK's zgeev documents); the gradient is that of
+    # exactly these vectors, so it agrees with finite differences even for functions that
+    # are not phase-invariant.  (Those of a real matrix have signs that LAPACK's
+    # arithmetic picks, which jump: only sign-invariant functions of them are smooth.)
+    rng = np.random.default_rng(43)
+    for a in (general(rng, (3, 3), np.complex128), general(rng, (2, 4, 4), np.complex128)):
+        w, v = np.linalg.eig(a)
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1)
+        top = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+        assert np.all(top.imag == 0) and np.all(top.real > 0)
+        check(lambda a: np.linalg.eig(a)[1], a)
+        check(lambda a: np.linalg.eig(a), a)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", 1, -1, np.inf, -np.inf])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cond(p, dtype):
+    rng = np.random.default_rng(44)
+    check(lambda a: np.linalg.cond(a, p), rand(rng, (3, 3), dtype))
+    check(lambda a: np.linalg.cond(a, p), rand(rng, (2, 4, 4), dtype))
+    if p in (None, 2, -2):
+        check(lambda a: np.linalg.cond(a, p), rand(rng, (3, 5), dtype))
+        check(lambda a: np.linalg.cond(a, p), rand(rng, (5, 2), dtype))
+
+
+def test_cond_closed_form():
+    # cond_2 of diag(s) is max s / min s
+    s = np.array([3.0, 0.5, 2.0])
+    g, = bytegrad.gradient(lambda a: np.linalg.cond(a), np.diag(s))
+    np.testing.assert_allclose(g, np.diag([1 / 0.5, -3.0 / 0.25, 0.0]), atol=1e-12)
+    g, = bytegrad.gradient(lambda a: np.linalg.cond(a, -2), np.diag(s))
+    np.testing.assert_allclose(g, np.diag([-0.5 / 9, 1 / 3.0, 0.0]), atol=1e-12)
+
+
 def test_trace_of_a_product_skips_the_backward_products():
     # d trace(A @ B) = (B^T, A^T): the trace's structured gradient lets the product's
     # pullback return scaled transposes instead of multiplying by a dense identity
