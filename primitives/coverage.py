@@ -13,12 +13,13 @@ import numpy as np
 from ..runtime.rules import RULES
 
 _NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft), ("np.random", np.random))
-try:  # SciPy is optional; importing scipy.special registers its rules
+try:  # SciPy is optional; importing scipy.special and scipy.linalg registers their rules
+    import scipy.linalg
     import scipy.special
 except ImportError:
     pass
 else:
-    _NAMESPACES += (("scipy.special", scipy.special),)
+    _NAMESPACES += (("scipy.special", scipy.special), ("scipy.linalg", scipy.linalg))
 
 
 def _public_names():

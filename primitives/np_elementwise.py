@@ -73,9 +73,7 @@ the NumPy path, which from 4096 elements on reuses its temporaries in place.
 """
 from __future__ import annotations
 
-import importlib.util
 from ._frozen import math
-import sys
 
 import numpy
 
@@ -85,6 +83,7 @@ from ..runtime.mutation import rewrite, wrapping
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from . import _util
 from ._named import by_name
+from ._on_import import when_imported
 from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub
 from .operators import _grads, pow_grads
 
@@ -799,28 +798,4 @@ def _logsumexp_rule(logsumexp):
     return r
 
 
-class _OnImport:
-    """A meta-path finder that only watches for the first import of ``scipy.special``
-    and registers its rules once the module has run (it finds nothing itself)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "scipy.special":
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):  # this spec's own loader instance
-            run(module)
-            _register_scipy(module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if "scipy.special" in sys.modules:
-    _register_scipy(sys.modules["scipy.special"])
-elif not any(isinstance(f, _OnImport) for f in sys.meta_path):
-    sys.meta_path.insert(0, _OnImport())
+when_imported("scipy.special", _register_scipy)

@@ -38,6 +38,7 @@ from ._frozen import np
 from ..runtime.algebra import Eye
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
 from . import buffers
+from ._on_import import when_imported
 from ._util import conj, unbroadcast as ub
 from .np_reductions import _norm
 
@@ -1111,3 +1112,29 @@ def _multi_dot(arrays, **kw):
             return type(arrays)(out) if isinstance(arrays, (list, tuple)) else out
         return Lazy(None, grads)
     return y, back
+
+
+# -- scipy.linalg: registered when SciPy is imported -------------------------------------
+def _register_scipy_linalg(linalg):
+    expm, frechet = linalg.expm, linalg.expm_frechet
+
+    @rule(expm, note="square matrices, stacks too; real or complex")
+    def _expm(a):
+        """The pullback of ``expm`` at ``A`` is its Fréchet derivative at ``Aᴴ``
+        (Re⟨G, L(A, E)⟩ = Re⟨L(Aᴴ, G), E⟩), which SciPy computes."""
+        y = expm(a)
+
+        def back(d):
+            def ga():
+                if not _float(a):
+                    return None
+                at, dt = np.asarray(a), np.broadcast_to(d, np.shape(y))
+                n = at.shape[-1]
+                hs, ds = _mH(at).reshape(-1, n, n), dt.reshape(-1, n, n)
+                g = np.stack([frechet(h, e, compute_expm=False) for h, e in zip(hs, ds)])
+                return _fit(a, g.reshape(at.shape))
+            return Lazy(None, ga)
+        return y, back
+
+
+when_imported("scipy.linalg", _register_scipy_linalg)

@@ -731,3 +731,18 @@ def test_trace_of_a_product_skips_the_backward_products():
     g, = bytegrad.gradient(lambda X: np.trace(X), A[:4])
     assert type(g) is np.ndarray
     np.testing.assert_array_equal(g, np.eye(4))
+
+
+@pytest.mark.parametrize("shape, dtype", [((3, 3), np.float64), ((2, 3, 3), np.float64),
+                                          ((3, 3), np.complex128), ((4, 4), np.float32)])
+def test_scipy_expm(shape, dtype):
+    import scipy.linalg
+    a = rand(np.random.default_rng(7), shape, dtype) * 0.5
+    check_rule(scipy.linalg.expm, a, rtol=1e-3 if dtype == np.float32 else 1e-5)
+
+
+def test_scipy_expm_of_a_diagonal_matrix_has_the_closed_form():
+    import scipy.linalg
+    d = np.array([0.3, -0.2, 1.1])
+    g = bytegrad.gradient(lambda d: np.trace(scipy.linalg.expm(np.diag(d))), d)[0]
+    assert np.allclose(g, np.exp(d))

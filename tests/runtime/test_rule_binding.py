@@ -80,6 +80,7 @@ SAMPLES = {
     "scipy.special.logsumexp": (M, 1, M[::-1] - 0.5, True, True),
     "scipy.special.polygamma": (2, v + 3),
     "np.linalg.eig": (A,), "np.linalg.eigvals": (A,), "np.linalg.cond": (A, "fro"),
+    "scipy.linalg.expm": (A * 0.3,),
 }
 
 # Rules with keyword-capable parameters and no sample, and why.
