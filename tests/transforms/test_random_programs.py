@@ -4,7 +4,9 @@ differentiated by bytegrad; the gradient must match central finite differences.
 A program takes two or three floats and has assignments of arithmetic
 expressions, calls of a helper function, if/else on comparisons of data,
 ``for i in range(k)`` loops (with break/continue), while loops with a bounded
-counter and a data-dependent condition, and early returns.  Each program is
+counter and a data-dependent condition, early returns, ``try``/``except``/``finally``
+around code that raises on a data-dependent condition (directly or in a called
+function), and ``with`` a context manager that suppresses the exception.  Each program is
 compiled twice from one tree: once plainly (the function bytegrad sees) and once
 with every data comparison instrumented, which records the branch decisions.
 A point is used only when all decisions stay the same when any argument moves by
@@ -124,6 +126,17 @@ class Gen:
     def cond(self):
         return self.draw(conditions(self.names, self.loop_vars, self.use_math))
 
+    def raising(self, ind, depth, in_loop):
+        """Statements of which one may raise ValueError: a ``raise`` under a condition,
+        or a call of ``check``, which raises for a large argument."""
+        d, name = self.draw, self.draw(st.sampled_from(self.names))
+        lines = self.block(ind, depth, in_loop=in_loop)
+        if d(st.booleans()):
+            lines += [(ind, ("if", self.cond())), (ind + 1, "raise ValueError('taken')")]
+        else:
+            lines += [(ind, f"{name} = check({self.expr(1)})")]
+        return lines + self.block(ind, depth, in_loop=in_loop)
+
     def block(self, ind, depth, top=False, in_loop=False):
         """A list of ``(indent, text-or-condition-line)``: rendering is deferred."""
         lines = []
@@ -136,7 +149,7 @@ class Gen:
         d = self.draw
         choices = ["assign", "assign", "assign"]
         if depth < 2:
-            choices += ["if", "for", "while"]
+            choices += ["if", "for", "while", "try", "with"]
         if depth > 0:
             choices += ["return"]
         if in_loop:
@@ -182,6 +195,19 @@ class Gen:
             return out
         if kind == "return":
             return [(ind, ("if", self.cond())), (ind + 1, f"return {self.expr()}")]
+        if kind == "try":
+            out = [(ind, "try:")] + self.raising(ind + 1, depth + 1, in_loop)
+            out += [(ind, "except ValueError:")] + self.block(ind + 1, depth + 1, in_loop=in_loop)
+            if d(st.booleans()):
+                out += [(ind, "finally:")] + self.block(ind + 1, depth + 1, in_loop=in_loop)
+            return out
+        if kind == "with":
+            k = self.nloops
+            self.nloops += 1
+            name = d(st.sampled_from(self.names))
+            out = [(ind, f"with Scale({self.expr(1)}) as w{k}:"),
+                   (ind + 1, f"{name} = {name} + w{k} * {self.expr(1)}")]
+            return out + self.raising(ind + 1, depth + 1, in_loop)
         # break or continue in a for loop
         word = d(st.sampled_from(["break", "continue"]))
         return [(ind, ("if", self.cond())), (ind + 1, word)]
@@ -192,6 +218,21 @@ import math
 
 def sq(u):
     return u / (1.0 + u * u)
+
+def check(u):
+    if {check}:
+        raise ValueError("large")
+    return u * 1.5
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __enter__(self):
+        return self.k * 0.5
+
+    def __exit__(self, kind, exc, tb):
+        return kind is ValueError
 
 """
 
@@ -207,7 +248,8 @@ def render(nargs, lines, ret, inst):
         else:
             out.append(f"{pad}while {item[1]}({item[2].render(inst)}):")
     out.append(f"    return {ret}")
-    return HEADER + "\n".join(out) + "\n"
+    check = Cmp("u", ">", "1.0").render(inst)
+    return HEADER.format(check=check) + "\n".join(out) + "\n"
 
 
 @st.composite
@@ -316,9 +358,10 @@ def test_generator_produces_valid_control_flow():
         src, inst_src, nargs = p
         compile(src, "<x>", "exec")
         compile(inst_src, "<x>", "exec")
-        for word in ("for ", "while ", "if ", "return ", "sq("):
+        for word in ("for ", "while ", "if ", "return ", "sq(", "try:", "finally:", "with ",
+                     "raise ", "check("):
             if word in src.split("def prog", 1)[1]:
                 seen.add(word)
 
     collect()
-    assert seen >= {"for ", "while ", "if ", "sq("}
+    assert seen >= {"for ", "while ", "if ", "sq(", "try:", "with ", "raise ", "check("}
