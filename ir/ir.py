@@ -209,18 +209,26 @@ class IR:
         return show(self)
 
 
+def full_name(f) -> str:
+    """``module.qualname`` of callable ``f``, as a user would write it (``operator.setitem``,
+    not ``_operator.setitem``; ``__main__.Vec``; a builtin by its name alone)."""
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    mod = getattr(f, "__module__", None)
+    if mod and mod.startswith("_") and not mod.startswith("__"):  # a C module's Python name
+        mod = mod[1:]
+    return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
 def fmt(x: Any) -> str:
-    """How an operand prints: variables and globals by name, callables by qualified name."""
+    """How an operand prints: variables and globals by name, callables by qualified name
+    (bytegrad's own by their module's last part: ``ops.identity``)."""
     if isinstance(x, (Var, Global, Slot)):
         return repr(x)
-    mod = getattr(x, "__module__", None)
     name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
-    if callable(x) and name:
-        if mod in (None, "builtins"):
-            return name
-        mod = mod.lstrip("_")
-        return f"{mod.split('.')[-1] if mod.startswith('bytegrad') else mod}.{name}"
-    return repr(x)
+    if not callable(x) or not name:
+        return repr(x)
+    mod = getattr(x, "__module__", None) or ""
+    return f"{mod.split('.')[-1]}.{name}" if mod.startswith("bytegrad") else full_name(x)
 
 
 def _args(vs):

@@ -34,8 +34,16 @@ def pullback(f, /, *args, wrt=None, **kw):
     return y, back
 
 
+def _callable(f):
+    if not callable(f):
+        raise TypeError(f"bytegrad differentiates a function: {f!r} is not callable (the "
+                        f"function comes first, then its arguments: gradient(f, x))")
+    return f
+
+
 def _pullback(f, args, wrt, kw):
     """`pullback`, run inside a computation; its ``reverse`` too."""
+    _callable(f)
     n = len(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
@@ -297,6 +305,7 @@ def _value_and_gradient(f, args, wrt, kw):
 
 def value_and_grad(f, argnums=0):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
+    _callable(f)
     single = isinstance(argnums, (int, np.integer))
     wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
     repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
@@ -327,7 +336,7 @@ class differentiable:
     ``.pullback`` and ``.ir(stage)``."""
 
     def __init__(self, f):
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, _callable(f))
         self.f = f
 
     def __call__(self, *args, **kw):

@@ -3,14 +3,7 @@ user's code they point."""
 import os
 import sys
 
-
-def full_name(f) -> str:
-    """``module.qualname`` of callable ``f``, as a user would write it (``operator.setitem``,
-    not ``_operator.setitem``; a builtin by its name alone)."""
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-    mod = getattr(f, "__module__", None)
-    mod = mod.lstrip("_") if mod else mod
-    return f"{mod}.{name}" if mod and mod != "builtins" else name
+from ..ir.ir import full_name  # noqa: F401  (the one formatter of a callable's name)
 
 
 class NoRuleError(TypeError):

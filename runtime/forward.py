@@ -314,8 +314,8 @@ def run_plain(f, args, kw, call=None, name=None):
     """Call ``call or f`` with no gradient, which is right while no differentiable
     value reaches it; otherwise raise NoRuleError naming ``name or f`` and the
     user's line (the innermost frame outside bytegrad's runtime and rules)."""
-    if not any(map(algebra.is_differentiable, args + tuple(kw.values()))):
-        return (call or f)(*args, **kw), nograd(len(args))
+    if not any(map(algebra.is_differentiable, args + tuple(kw.values()))) or not callable(f):
+        return (call or f)(*args, **kw), nograd(len(args))  # (not callable: Python's TypeError)
     raise NoRuleError(name or f, *user_location())
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import operator
 import os
 
 import _statistics
@@ -655,3 +656,27 @@ def test_differentiable_method_grad_on_an_instance():
     o = _WithMethod(2.0)
     g = o.loss.grad(0.5)          # expected ({'w': 0.5}, 2.0) or 2.0: anything but a crash
     assert g is not None
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: bytegrad.gradient(f, 1.0), lambda f: bytegrad.value_and_gradient(f, 1.0),
+    lambda f: bytegrad.pullback(f, 1.0), lambda f: bytegrad.grad(f),
+    lambda f: bytegrad.value_and_grad(f), lambda f: bytegrad.differentiable(f),
+], ids=["gradient", "value_and_gradient", "pullback", "grad", "value_and_grad", "differentiable"])
+@pytest.mark.parametrize("f", [3.0, None, "f"])
+def test_a_first_argument_that_is_not_callable_is_named(make, f):
+    with pytest.raises(TypeError, match=rf"{f!r} is not callable \(the function comes first"):
+        make(f)
+
+
+def test_calling_a_differentiable_value_is_pythons_error():
+    with pytest.raises(TypeError, match="'float' object is not callable"):
+        bytegrad.gradient(lambda x: x(2.0), 1.0)
+
+
+@pytest.mark.regression
+def test_a_suggested_rule_names_a_class_of_a_script_as_python_would():
+    from bytegrad.runtime.errors import full_name
+    Vec = type("Vec", (), {"__module__": "__main__"})
+    assert full_name(Vec) == "__main__.Vec"
+    assert full_name(operator.setitem) == "operator.setitem"  # (its module is _operator)
