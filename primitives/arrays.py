@@ -33,6 +33,7 @@ from ._frozen import np
 from ..runtime.api import stop_gradient
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from ._util import _sum_to
+from .np_linalg import _parts
 from .np_shape import _arg, differentiable_input, grad_for
 
 _FLOAT = frozenset("fc")
@@ -225,14 +226,60 @@ def _arange(*args, **kw):
     return y, back
 
 
+# ---------------------------------------------------------------- unique values, counts
+
+def _by_value(x, values, d):
+    """The gradient of ``x`` whose items were reduced to their distinct ``values`` with
+    gradient ``d``: each item gets its value's, split equally among equal items (as
+    the ties of np.max split theirs)."""
+    v = np.asarray(values).ravel()
+    order = np.argsort(v, kind="stable")
+    at = order[np.searchsorted(v[order], np.ravel(x))]
+    share = np.bincount(at, minlength=v.size)
+    return grad_for(x, (np.asarray(d).ravel()[at] / share[at]).reshape(np.shape(x)))
+
+
+def _unique_rule(f):
+    """``np.unique`` and NumPy 2's ``unique_*``: the values are items of ``x``; indices,
+    inverses and counts are ints."""
+    def r(x, *args, **kw):
+        if kw.get("axis") is not None or len(args) > 3 and args[3] is not None:
+            raise NotImplementedError(f"np.{f.__name__}(..., axis=...): the unique rows or "
+                                      f"columns of an array are not differentiable yet; flatten it")
+        y = f(x, *args, **kw)
+        if not differentiable_input(x):
+            return y, nograd(1 + len(args))
+        tup = isinstance(y, tuple)
+        values = y[0] if tup else y
+
+        def back(d):
+            dv = _parts(d, y)[0] if tup else d
+            return (None, None if dv is None else _by_value(x, values, dv)) + (None,) * len(args)
+        return y, back
+    return r
+
+
+for _f in (np.unique, np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all):
+    rule(_f, note="flattened (axis=None); equal items share their value's gradient")(_unique_rule(_f))
+
+
+@rule(np.bincount, note="w.r.t. weights (x holds ints)")
+def _bincount(x, *rest):
+    y = np.bincount(x, *rest)
+    weights = rest[0] if rest else None
+    if weights is None or not differentiable_input(weights):
+        return y, nograd(1 + len(rest))
+    at = np.asarray(x)
+    return y, lambda d: (None, None, grad_for(weights, np.asarray(d)[at])) + (None,) * (len(rest) - 1)
+
+
 # ---------------------------------------------------------------- no gradient by nature
 
 nondifferentiable(
     stop_gradient, np.zeros, np.ones, np.empty, np.eye, np.identity, np.tri,
     np.zeros_like, np.ones_like, np.empty_like,
     np.argmax, np.argmin, np.argsort, np.argpartition, np.searchsorted, np.nonzero,
-    np.flatnonzero, np.argwhere, np.count_nonzero, np.unique, np.unique_values,
-    np.unique_counts, np.unique_inverse, np.unique_all, np.digitize, np.bincount,
+    np.flatnonzero, np.argwhere, np.count_nonzero, np.digitize,
     np.isnan, np.isinf, np.isfinite, np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.isreal, np.iscomplex, np.isrealobj, np.iscomplexobj, np.isscalar, np.shape, np.ndim,
     np.size, np.result_type, np.can_cast, np.min_scalar_type, np.broadcast_shapes,

@@ -521,3 +521,30 @@ def test_random_without_pathwise_gradient_refuses():
     y, back = bytegrad.pullback(lambda x: x * np.random.default_rng(1).gamma(2.0, 1.0, 4)
                                 + np.random.default_rng(2).integers(0, 5) + x[0], x)
     assert np.allclose(back(np.ones(4))[0], gam + np.array([4.0, 0, 0, 0]))
+
+
+@pytest.mark.parametrize("f", [np.unique, np.unique_values, lambda x: np.unique_all(x).values,
+                               lambda x: np.unique(x, return_index=True, return_counts=True)[0],
+                               lambda x: np.unique_counts(x)[0], lambda x: np.unique_inverse(x)[0]],
+                         ids=["unique", "unique_values", "unique_all", "unique_flags", "unique_counts",
+                              "unique_inverse"])
+def test_unique_values_take_the_gradient_of_the_items_they_are(f):
+    x = np.array([[0.3, 1.2, 0.7], [-0.5, 2.0, 1.1]])  # distinct: unique is a sort
+    check_rule(f, x)
+    dup = np.array([0.3, 1.2, 0.3, -0.5])  # equal items share (as np.max's ties do)
+    g = bytegrad.gradient(lambda x: np.sum(f(x) ** 2), dup)[0]
+    assert np.allclose(g, [0.3, 2.4, 0.3, -1.0])
+    assert np.allclose(g[0] + g[2], (np.sum(f(dup + 1e-6 * np.array([1, 0, 1, 0])) ** 2)
+                                     - np.sum(f(dup - 1e-6 * np.array([1, 0, 1, 0])) ** 2)) / 2e-6)
+
+
+def test_unique_rows_are_refused():
+    with pytest.raises(NotImplementedError, match=r"np.unique\(..., axis=...\)"):
+        bytegrad.gradient(lambda x: np.sum(np.unique(x, axis=0)), np.ones((2, 2)))
+
+
+def test_bincount_weights():
+    idx = np.array([0, 2, 2, 4])
+    check_rule(lambda w: np.bincount(idx, w), np.array([0.5, 1.0, 2.0, -1.0]))
+    check_rule(lambda w: np.bincount(idx, weights=w, minlength=7), np.array([0.5, 1.0, 2.0, -1.0]))
+    assert bytegrad.gradient(lambda w: np.sum(np.bincount(idx) * w), 2.0) == (4.0,)  # (4 items)

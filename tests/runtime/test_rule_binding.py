@@ -81,6 +81,8 @@ SAMPLES = {
     "scipy.special.polygamma": (2, v + 3),
     "np.linalg.eig": (A,), "np.linalg.eigvals": (A,), "np.linalg.cond": (A, "fro"),
     "scipy.linalg.expm": (A * 0.3,),
+    "np.unique": (v, True, True, True), "np.unique_values": (v,), "np.unique_all": (v,),
+    "np.unique_counts": (v,), "np.unique_inverse": (v,), "np.bincount": (np.array([0, 2, 1]), v[:3], 4),
 }
 
 # Rules with keyword-capable parameters and no sample, and why.
