@@ -2,16 +2,27 @@
 user's code they point."""
 import os
 import sys
+import sysconfig
 
 from ..ir.ir import full_name  # noqa: F401  (the one formatter of a callable's name)
 
 
 class NoRuleError(TypeError):
-    """A callable without a rule or Python bytecode received a differentiable value."""
+    """A callable without a rule or Python bytecode received a differentiable value.
 
-    def __init__(self, f, filename, line):
+    Where that happens inside library code, ``via`` is ``(entry, file, line)``: the
+    outermost library function the user's code called (a rule for it would do too) and
+    the user's line that called it."""
+
+    def __init__(self, f, filename, line, via=None):
         full = full_name(f)
-        self.callable, self.filename, self.line = f, filename, line
+        self.callable, self.filename, self.line, self.via = f, filename, line, via
+        if via is not None:
+            entry, ufile, uline = via
+            filename = f"{ufile}:{uline}: in {entry}, which this line calls, at {filename}"
+            full_hint = f"\n(or give {entry} itself a rule: @bytegrad.rule({entry}))"
+        else:
+            full_hint = ""
         if isinstance(f, type) and f.__module__ != "builtins":
             super().__init__(
                 f"{filename}:{line}: a differentiable value reaches the constructor of class "
@@ -25,7 +36,7 @@ class NoRuleError(TypeError):
             f"    def _(*args):\n"
             f"        y = {full}(*args)\n"
             f"        return y, lambda dy: (None, <gradient of each argument>...)\n"
-            f"or wrap the value in bytegrad.stop_gradient if no gradient should flow.")
+            f"or wrap the value in bytegrad.stop_gradient if no gradient should flow.{full_hint}")
 
 
 class NotScalarError(ValueError):
@@ -47,5 +58,26 @@ def user_location():
     return frame.f_code.co_filename, frame.f_lineno
 
 
+def library_entry():
+    """``(entry, file, line)`` when the code being differentiated is a library's
+    (installed packages, the standard library): the outermost library function on the
+    way from the user's code, and the user's line that called it; else None."""
+    frame, entry = user_frame(), None
+    while frame is not None and (_is_library(frame) or frame.f_code.co_filename.startswith(_RUNTIME_DIRS)):
+        if _is_library(frame):
+            entry = frame
+        frame = frame.f_back
+    if entry is None or frame is None:
+        return None
+    name = entry.f_code.co_name.removeprefix("forward_")  # (the transformed code's name)
+    return f"{entry.f_globals.get('__name__', '?')}.{name}", frame.f_code.co_filename, frame.f_lineno
+
+
+def _is_library(frame):
+    return frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+
+
 _RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
                       for d in ("runtime", "primitives"))
+_LIBRARY_DIRS = tuple(sorted({os.path.join(p, "") for p in (sysconfig.get_paths()[k] for k in
+                                                             ("stdlib", "platstdlib", "purelib", "platlib"))}))

@@ -17,7 +17,7 @@ from ..transforms.reverse import transform
 from . import algebra, mutation
 from .binding import call_with_keywords
 from .cache import Cache
-from .errors import NoRuleError, user_location
+from .errors import NoRuleError, library_entry, user_location
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
 from .watch import WATCH
@@ -316,7 +316,7 @@ def run_plain(f, args, kw, call=None, name=None):
     user's line (the innermost frame outside bytegrad's runtime and rules)."""
     if not any(map(algebra.is_differentiable, args + tuple(kw.values()))) or not callable(f):
         return (call or f)(*args, **kw), nograd(len(args))  # (not callable: Python's TypeError)
-    raise NoRuleError(name or f, *user_location())
+    raise NoRuleError(name or f, *user_location(), via=library_entry())
 
 
 _Hooks.forward = staticmethod(forward)

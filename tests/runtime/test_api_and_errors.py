@@ -680,3 +680,23 @@ def test_a_suggested_rule_names_a_class_of_a_script_as_python_would():
     Vec = type("Vec", (), {"__module__": "__main__"})
     assert full_name(Vec) == "__main__.Vec"
     assert full_name(operator.setitem) == "operator.setitem"  # (its module is _operator)
+
+
+def test_an_error_inside_library_code_names_the_users_line_and_the_library_entry(tmp_path, monkeypatch):
+    from bytegrad.runtime import errors
+    (tmp_path / "somelib.py").write_text(
+        "def helper(x):\n    return float.hex(x)\n\n\ndef entry(x):\n    return helper(x * 2.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(errors, "_LIBRARY_DIRS", errors._LIBRARY_DIRS + (str(tmp_path) + os.sep,))
+    import somelib
+
+    def user(x):
+        return somelib.entry(x) + x  # (the line the error names)
+    with pytest.raises(bytegrad.NoRuleError) as e:
+        bytegrad.gradient(user, 1.5)
+    line = lineno_of(user, "(the line the error names)")
+    here = f"{__file__}:{line}"
+    assert str(e.value).startswith(f"{here}: in somelib.entry, which this line calls, at "
+                                   f"{tmp_path / 'somelib.py'}:2: float.hex has no")
+    assert "@bytegrad.rule(somelib.entry)" in str(e.value)
+    assert e.value.via == ("somelib.entry", __file__, line)
