@@ -53,6 +53,8 @@ def _pullback(f, args, wrt, kw):
             y, pb = call_function(f, args, kw, wrt=entry)
         else:
             y, pb = forward(f, *args, **kw)
+    if sh.lost is not None:
+        raise NotImplementedError(sh.lost)
     if sh.mutated:
         mutation.seal(sh)
 

@@ -17,7 +17,7 @@ from ..transforms.reverse import transform
 from . import algebra, mutation
 from .binding import call_with_keywords
 from .cache import Cache
-from .errors import NoRuleError, library_entry, user_location
+from .errors import NoRuleError, full_name, library_entry, user_location
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
 from .watch import WATCH
@@ -310,6 +310,27 @@ def forward_soft(f, /, *args, **kw):
     return f(*args, **kw), nograd(len(args))
 
 
+def forward_in_try(via, f, /, *args, **kw):
+    """``via(f, …)`` (`forward` or `forward_soft`) for a call inside a ``try``.  A
+    transformed callee that changed an object in place and then raised loses, with its
+    frame, the tape that would reverse the change.  The exception goes on as in the plain
+    call (a handler may catch it); the computation records why its gradient cannot be
+    had, and asking for it raises that (`Shadow.lost`) rather than a wrong gradient."""
+    sh = current()
+    before = sh.writes
+    try:
+        return via(f, *args, **kw)
+    except BaseException as e:
+        if sh.writes != before and sh.lost is None:
+            file, line = user_location()
+            sh.lost = (f"{file}:{line}: {full_name(f)} changed an object in place and then raised "
+                       f"{type(e).__name__}, which a try caught: bytegrad reverses such a change "
+                       f"only when the call returns, so it cannot differentiate past it yet; make "
+                       f"the change after what may raise, or catch the exception inside "
+                       f"{full_name(f)}")
+        raise
+
+
 def run_plain(f, args, kw, call=None, name=None):
     """Call ``call or f`` with no gradient, which is right while no differentiable
     value reaches it; otherwise raise NoRuleError naming ``name or f`` and the
@@ -321,3 +342,4 @@ def run_plain(f, args, kw, call=None, name=None):
 
 _Hooks.forward = staticmethod(forward)
 _Hooks.forward_soft = staticmethod(forward_soft)
+_Hooks.forward_in_try = staticmethod(forward_in_try)

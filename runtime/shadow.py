@@ -42,10 +42,13 @@ def region(buf, r, a):
 
 
 class Shadow:
-    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed", "inside")
+    __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed", "inside",
+                 "writes", "lost")
 
     def __init__(self, inside=False):
         self.inside = inside  # belongs to a gradient computation (`fresh`)
+        self.writes = 0  # changes in place so far (`forward_in_try` compares them)
+        self.lost = None  # why this computation's gradient cannot be had (`forward_in_try`)
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
         self.passed = {}  # id → (object, name): passed through stop_gradient or hook
@@ -123,6 +126,7 @@ class Shadow:
     def mark(self, obj):
         """Record that ``obj`` (or, for a view, the array it views) is being mutated."""
         o = root(obj) if isinstance(obj, np.ndarray) else self._who(obj)
+        self.writes += 1
         if self.passed and id(o) in self.passed:
             ref, name = self.passed[id(o)]
             if ref() is o:  # (not another object that got the id of a dead one)

@@ -58,7 +58,7 @@ def taped_call(st, taped):
 def register(ir, active, hooks) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
-    ``hooks`` gives ``forward``, ``forward_soft``, ``rule_for``, ``taped`` and
+    ``hooks`` gives ``forward``, ``forward_soft``, ``forward_in_try``, ``rule_for``, ``taped`` and
     ``watching`` (the runtime's state that ``ops.watch`` consults).  A constant callee
     with a rule (``hooks.rule_for(f)`` is not None) is called through its rule
     directly, saving the dispatch in ``forward``; one with rules that put values on
@@ -99,8 +99,12 @@ def register(ir, active, hooks) -> IR:
             # a call with keywords goes through forward, which binds them to positions
             r = None if isinstance(st.fn, (Var, Global)) or st.kw else hooks.rule_for(st.fn)
             via = forward_soft if v in soft else forward
-            call = Stmt(r, st.args, st.kw, st.line) if r is not None else \
-                Stmt(via, (st.fn,) + st.args, st.kw, st.line)
+            if r is not None:
+                call = Stmt(r, st.args, st.kw, st.line)
+            elif blk.catches():  # (a callee that changes something and raises: refused)
+                call = Stmt(hooks.forward_in_try, (via, st.fn) + st.args, st.kw, st.line)
+            else:
+                call = Stmt(via, (st.fn,) + st.args, st.kw, st.line)
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
