@@ -198,3 +198,17 @@ def test_a_caught_callee_that_changed_something_before_it_raised_is_refused_not_
     check_grad(catches_a_callee_that_wrote, -1.5)  # (no raise: fine)
     with pytest.raises(ValueError, match="after the write"):  # not caught: the plain error
         bytegrad.gradient(lambda x: _write_then_raise(np.zeros(2), x)[0], 1.5)
+
+
+@contextlib.contextmanager
+def _doubled(k):
+    yield k * 2.0
+
+
+def test_a_generator_context_manager_runs_plainly_until_a_gradient_must_pass_through_it():
+    def f(x):
+        with np.printoptions(precision=3), _doubled(3.0) as s:
+            return np.sum(x ** 2) * s
+    check_grad(f, np.array([1.0, 2.0]))
+    with pytest.raises(bytegrad.UnsupportedError, match=r"generator \(yield\) in _doubled\(\)"):
+        bytegrad.gradient(lambda x: _doubled(x).__enter__() * x, 1.5)
