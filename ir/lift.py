@@ -221,7 +221,7 @@ class _Lifter:
         own = self.ir.block()
         self.ir.branch(self.cur, Branch("br", own))
         self.cur = own
-        exc = self.stack[:depth] + [None] * lasti + [ops.CAUGHT]
+        exc = self.before[:depth] + [None] * lasti + [ops.CAUGHT]
         self._edge(self.labels[label], exc, self.env, line=self.line, catch=True)
         v = self.ir.push(own, st)
         self.cur = self.ir.block()
@@ -233,10 +233,12 @@ class _Lifter:
 
     def _block(self, bb, stack, env):
         self.kwnames = ()
-        self.stack, self.env = stack, env
+        self.env = env
         ops_ = self.bbs[bb]
         for op, self.handler in ops_:
             self.line, self.op_name = op.line, op.name
+            if self.handler is not None:  # what an exception unwinds to: the stack before op
+                self.before = list(stack)
             handler = getattr(self, "op_" + op.name, None)
             if handler is None:
                 self.fail(f"bytecode {op.name}")

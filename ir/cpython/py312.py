@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 
-from bytecode import Instr, Label, TryBegin
+from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import Intrinsic1Op
 
 from . import py311
@@ -52,7 +52,8 @@ class Decoder(py311.Decoder):
                 if isinstance(x, Instr) and x.is_final():
                     break
                 i += 1
-        return [x for i, x in enumerate(items) if i in seen]
+        # (an entry's end often follows a jump: it marks where the range ends, reached or not)
+        return [x for i, x in enumerate(items) if i in seen or isinstance(x, (TryBegin, TryEnd))]
 
     @staticmethod
     def starts(items, i):

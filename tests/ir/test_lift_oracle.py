@@ -859,6 +859,18 @@ def library_context_managers(x):
     return y
 
 
+@case((0,), (1,), (5,))
+def code_after_a_try_is_not_covered_by_it(n):
+    for i in range(3):
+        try:
+            if i == n:
+                continue  # (3.12+: the try's range ends after this jump)
+            v = [1 / (i - n + 1) for _ in range(2)]
+        except ZeroDivisionError:
+            return "caught", i
+    return 1 / n, v  # raises ZeroDivisionError for n = 0: not caught
+
+
 @case(([1, 2, 0],), ([1, 2],))
 def comprehension_raising_inside_try(xs):
     x = "outer"
