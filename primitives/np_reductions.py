@@ -1,6 +1,8 @@
 """Rules for NumPy's reductions: sum prod mean var std max min amax amin ptp cumsum
 cumprod diff and ``np.linalg.norm``, as functions and as ndarray (and NumPy scalar)
-methods.
+methods; and their nan* forms nansum nanprod nanmax nanmin nanmean nanvar nanstd
+nancumsum nancumprod, which are the rules above on the input with the NaNs replaced
+(or masked out with ``where=``), the NaNs' gradients set to 0.
 
 Every rule takes NumPy's arguments (``axis`` as None, an int, a negative int or a
 tuple; ``keepdims``; ``dtype``; ``ddof``/``correction``; ``where``; ``initial``) and

@@ -1,4 +1,9 @@
-"""Rules for ``np.cov`` and ``np.corrcoef``.
+"""Rules for ``np.cov``, ``np.corrcoef``, ``np.average``, and ``np.median``,
+``np.percentile``, ``np.quantile`` with their nan* forms (at the end: every method of
+NumPy is a combination ``(1 - g) s[j] + g s[j + 1]`` of two neighbouring order statistics,
+``j`` and ``g`` depending on the count and q only, so the gradient goes back through
+``np.argsort``'s permutation; the nan* forms count the non-NaN entries of each slice, and
+NaNs get gradient 0).
 
 ``np.cov`` stacks its inputs into ``X``, one variable per row (``rowvar=False``
 transposes, as NumPy does), centres each row on its (weighted) mean and returns
