@@ -7,7 +7,8 @@ chosen there and the conditions or indices get none (they are piecewise constant
 the conditions is the "otherwise"), but calls each callable through `forward`, so the
 callables are differentiated: each gets the gradient of the elements it set, and passes
 it on to ``x``, to the extra ``*args`` and, for a closure, to what it captured (the
-gradient of ``funclist``, a list like it).
+gradient of ``funclist``, a list like it).  A callable that changes objects in place makes
+the pullback run even when the result gets no gradient, as ``map``'s does.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ._frozen import np
 
 from ..runtime.algebra import accum, unwrap
 from ..runtime.forward import forward
+from ..runtime.mutation import Effect, runs_without_gradient
 from ..runtime.rules import nograd, rule
 from ._named import by_name
 from ._util import unbroadcast as ub
@@ -98,11 +100,12 @@ def _piecewise(x, condlist, funclist, *args, **kw):
             pieces.append((cond, pb, v))
         else:
             pieces.append((cond, None, None))
-    if y.dtype.kind not in "fc":
+    effects = any(runs_without_gradient(pb) for _, pb, _ in pieces if pb is not None)
+    if y.dtype.kind not in "fc" and not effects:
         return y, nograd(3 + len(args))
 
     def back(d):
-        d = np.asarray(d)
+        d = np.zeros(y.shape) if d is None or y.dtype.kind not in "fc" else np.asarray(d)
         later = np.zeros(d.shape, bool)
         gx, gf, gargs = None, [None] * len(pieces), [None] * len(args)
         for k in reversed(range(len(pieces))):
@@ -120,4 +123,4 @@ def _piecewise(x, condlist, funclist, *args, **kw):
             gargs = [accum(a, unwrap(b)) for a, b in zip(gargs, g[2:2 + len(args)])]
         return (None, None if gx is None else grad_for(x, gx), None,
                 type(funclist)(gf) if isinstance(funclist, (list, tuple)) else None, *gargs)
-    return y, back
+    return y, (Effect(back) if effects else back)  # (a callable that changed something in place)

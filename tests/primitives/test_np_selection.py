@@ -44,3 +44,16 @@ def test_piecewise_differentiates_the_callables():
     assert np.array_equal(g, [1, 1, 0])  # the later condition wins; no "otherwise": 0
     with pytest.raises(ValueError, match="np.piecewise: with 2 condition"):
         bytegrad.gradient(lambda x: np.sum(np.piecewise(x, [x < 0, x < 1], [np.sin])), x)
+
+
+def test_piecewise_callables_that_change_objects():
+    def f(x, w):
+        store = {"w": 0.0}
+
+        def piece(v):
+            store["w"] = w * 3  # a write whose gradient must come back even though y has none
+            return v * 0
+        np.piecewise(x, [x > 0], [piece, 0.0])
+        return store["w"] + np.sum(x)
+    g = bytegrad.gradient(f, A, 0.5)
+    assert g[1] == 3.0 and np.array_equal(g[0], np.ones_like(A))
