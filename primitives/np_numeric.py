@@ -21,7 +21,8 @@ the least-squares solution ``c = A⁺ y`` of the Vandermonde matrix ``A``: for t
 gradient ``g`` of ``c`` and ``z = (AᵀA)⁻¹ g``, ``y`` gets ``A z`` and ``A`` gets
 ``r zᵀ - A z cᵀ`` (``r = y - A c`` the residuals), which goes to ``x`` through
 ``∂A[i, j]/∂x[i]``; this needs ``A`` of full column rank (NumPy warns with a
-``RankWarning`` otherwise).
+``RankWarning`` otherwise).  With weights ``w``, ``A`` and ``y`` are the rows times ``w``
+(as NumPy fits them), and ``w`` gets the gradient through both.
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ import operator
 
 from ._frozen import np
 
-from ..runtime.rules import Lazy, nograd, rule
-from ._util import active, unbroadcast as ub
+from ..runtime.rules import Lazy, rule
+from ._named import by_name
+from ._util import unbroadcast as ub
 from .np_elementwise import _thunk
 
 _BAND = 5  # np.gradient's output i depends on the inputs i - 2 … i + 2 only
@@ -173,35 +175,44 @@ def _polyval(p, x):
     return y, back
 
 
-@rule(np.polyfit, note="w.r.t. y (1-D or 2-D) and x, deg an int; A of full column rank; "
-      "w=, full=True and cov= refused (NotImplementedError)")
+@rule(np.polyfit, note="w.r.t. x, y (1-D or 2-D) and w, deg an int; the (weighted) Vandermonde "
+      "matrix of full column rank; full=True and cov= refused (NotImplementedError)")
+@by_name("np.polyfit")
 def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-    for given, name in ((w is not None, "w="), (full, "full=True"), (cov, "cov=")):
+    for given, name in ((full, "full=True"), (cov, "cov=")):
         if given:
             raise NotImplementedError(f"np.polyfit(..., {name}) is not differentiable yet; "
                                       f"fit without it or register a rule")
-    c = np.polyfit(x, y, deg, rcond)
-    if not (active(x) or active(y)):
-        return c, nograd(4)
-    xa, ya = np.asarray(x, float), np.asarray(y)
+    c = np.polyfit(x, y, deg, rcond, w=w)
+    xa = np.asarray(x, float)
+    n = len(xa)
+    ya = np.asarray(y).reshape(n, -1)
+    wa = np.ones((n, 1)) if w is None else np.asarray(w, float).reshape(n, 1)
     order = np.arange(deg, -1, -1)
     A = xa[:, None] ** order
-    scale = np.sqrt((A * A).sum(axis=0))
-    P = np.linalg.pinv(A / scale) / scale[:, None]  # A⁺, the columns scaled as NumPy scales them
+    Aw = A * wa  # the rows weighted, as NumPy weights them (and y)
+    scale = np.sqrt((Aw * Aw).sum(axis=0))
+    P = np.linalg.pinv(Aw / scale) / scale[:, None]  # Aw⁺, the columns scaled as NumPy scales them
+    cc = np.asarray(c).reshape(len(order), -1)
 
     def back(g):
-        g = np.asarray(g)
+        g = np.asarray(g).reshape(cc.shape)
+        memo = {}
 
-        def gy():
-            return ub(y, P.T @ g)
+        def weighted():  # the gradients of the weighted y and of Aw
+            if not memo:
+                z = P @ (P.T @ g)
+                r = ya * wa - Aw @ cc
+                memo["y"], memo["A"] = P.T @ g, r @ z.T - Aw @ (z @ cc.T)
+            return memo["y"], memo["A"]
 
         def gx():
-            z = P @ (P.T @ g)
-            cc = np.asarray(c).reshape(len(order), -1)
-            zz = z.reshape(cc.shape)
-            r = ya.reshape(len(xa), -1) - A @ cc
-            dA = r @ zz.T - A @ (zz @ cc.T)
             dpow = order * xa[:, None] ** np.maximum(order - 1, 0)
-            return ub(x, (dA * dpow).sum(axis=1))
-        return Lazy(None, _thunk(x, gx), _thunk(y, gy), None, None)
+            return ub(x, (weighted()[1] * wa * dpow).sum(axis=1))
+
+        def gw():
+            gyw, gAw = weighted()
+            return ub(w, (gAw * A).sum(axis=1) + (gyw * ya).sum(axis=1))
+        return {"x": _thunk(x, gx), "y": _thunk(y, lambda: ub(y, (weighted()[0] * wa).reshape(np.shape(y)))),
+                "w": _thunk(w, gw)}
     return c, back

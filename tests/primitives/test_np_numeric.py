@@ -54,6 +54,9 @@ def test_polyval_and_polyfit():
     # an exact fit: the coefficients move with y as the interpolating polynomial does
     g, = bytegrad.gradient(lambda y: np.polyfit(XS[:3], y, 2)[-1], np.ones(3))
     assert np.allclose(g, np.linalg.inv(np.vander(XS[:3]))[-1])
-    for kw in ({"w": np.ones(6)}, {"full": True}, {"cov": True}):
+    w = np.linspace(0.5, 2.0, 6)
+    check_rule(lambda x, y, w: np.polyfit(x, y, 2, w=w), XS, X[0], w)
+    check_rule(lambda x, y, w: np.polyfit(x, y, 1, None, False, w), XS, X.T.copy(), w)
+    for kw in ({"full": True}, {"cov": True}):
         with pytest.raises(NotImplementedError, match=f"np.polyfit\\(..., {list(kw)[0]}"):
             bytegrad.gradient(lambda y: np.sum(np.polyfit(XS, y, 2, **kw)[0]), X[0])

@@ -95,7 +95,8 @@ SAMPLES = {
     "np.partition": (B, 1, 1), "np.select": ([v > 0, w > 0], [v, w * 2], 0.5),
     "np.choose": (np.array([0, 1, 0]), [v, w]), "np.piecewise": (v, [v > 0], [np.sin, np.cos]),
     "np.gradient": (M,), "np.trapezoid": (M, np.array([0.0, 0.5, 2.0]), 1.0, 1),
-    "np.polyval": (v, w), "np.polyfit": (np.array([0.0, 0.5, 2.0, 3.0]), np.arange(4.0) ** 2 / 3, 2),
+    "np.polyval": (v, w), "np.polyfit": (np.array([0.0, 0.5, 2.0, 3.0]), np.arange(4.0) ** 2 / 3, 1, None, False,
+                   np.array([1.0, 2.0, 0.5, 1.5])),
     "np.average": (M, 1, np.array([0.5, 1.0, 2.0]), True),
 }
 
