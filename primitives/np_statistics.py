@@ -138,12 +138,13 @@ _ALPHA_BETA = {"linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0), "h
                "normal_unbiased": (3 / 8, 3 / 8)}
 
 
-def _order_statistics(x, q, axis, method, nan):
+def _order_statistics(x, q, axis, method, nan, weights=None):
     """Every method of np.quantile gives, per slice of ``n`` numbers (the non-NaN ones for
     the nan* forms), ``(1 - g) s[j] + g s[j + 1]`` of the sorted slice ``s``, where ``j`` and
     ``g`` depend on ``n``, ``q`` and the method only: the method applied to ``arange(n)``
-    gives ``j + g``.  Returns ``(spread, dq)``: the gradient of ``x`` for an output gradient
-    ``d``, and that of ``q`` (through the methods whose index moves with q)."""
+    gives ``j + g`` (with ``weights``, those of the sorted slice, per slice).  Returns
+    ``(spread, dq)``: the gradient of ``x`` for an output gradient ``d``, and that of ``q``
+    (through the methods whose index moves with q)."""
     nd = x.ndim
     axes = tuple(range(nd)) if axis is None else \
         tuple(sorted(a % nd for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
@@ -155,7 +156,16 @@ def _order_statistics(x, q, axis, method, nan):
     qf = np.asarray(q, dtype=float).reshape(-1, 1)
     pos = np.zeros((len(qf), len(rows)))
     slope = np.zeros(pos.shape)
-    for n in np.unique(counts):
+    if weights is not None:  # (np.quantile takes them with inverted_cdf only)
+        w = np.asarray(weights)
+        if w.ndim == 1 and nd > 1:  # along the one axis
+            w = w.reshape((-1,) + (1,) * (nd - 1 - axes[0]))
+        ws = np.take_along_axis(np.moveaxis(np.broadcast_to(w, x.shape), axes, range(
+            nd - len(axes), nd)).reshape(rows.shape), perm, -1)
+        for r, n in enumerate(counts):
+            if n:
+                pos[:, r] = np.quantile(np.arange(n), qf[:, 0], method=method, weights=ws[r, :n])
+    for n in np.unique(counts) if weights is None else ():
         at = counts == n
         if n:
             pos[:, at] = np.quantile(np.arange(n), qf[:, 0], method=method)[:, None]
@@ -187,10 +197,7 @@ def _order_statistics(x, q, axis, method, nan):
     return spread, dq
 
 
-def _refuse_weights_and_out(name, a, q, out, weights):
-    if weights is not None and (active(a) or active(q)):
-        raise NotImplementedError(f"{name}(..., weights=...) is not differentiable yet; "
-                                  f"compute it without weights or register a rule")
+def _refuse_out(name, a, out):
     if out is not None and active(a):
         raise TypeError(f"{name}: an output array given positionally is not "
                         f"differentiable; pass it as out=, or use the returned array")
@@ -207,11 +214,12 @@ def _quantile_rule(f, scale, nan):
     @by_name(name)
     def r(a, q, axis=None, out=None, overwrite_input=False, method="linear",
           keepdims=np._NoValue, *, weights=None):
-        _refuse_weights_and_out(name, a, q, out, weights)
+        _refuse_out(name, a, out)
         y = f(a, q, axis, out, False, method, **_kept(keepdims), weights=weights)
         if not (active(a) or active(q)):
             return y, lambda d: {}
-        spread, dq = _order_statistics(np.asarray(a), np.asarray(q) / scale, axis, method, nan)
+        spread, dq = _order_statistics(np.asarray(a), np.asarray(q) / scale, axis, method, nan,
+                                       weights)
         return y, lambda d: {"a": _thunk(a, lambda: ub(a, spread(d))),
                              "q": _thunk(q, lambda: ub(q, dq(d) / scale))}
     return r
@@ -222,7 +230,7 @@ def _median_rule(f, nan):
 
     @by_name(name)
     def r(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
-        _refuse_weights_and_out(name, a, None, out, None)
+        _refuse_out(name, a, out)
         y = f(a, axis, out, False, **_kept(keepdims))
         if not active(a):
             return y, lambda d: {}
@@ -233,15 +241,16 @@ def _median_rule(f, nan):
 
 _QUANTILE = ("through the order statistics np.argsort finds (ties: one subgradient); every "
              "method; q gets a gradient through the methods that move with it; weights= "
-             "refused (NotImplementedError); overwrite_input= is ignored (the input is left "
-             "as it was)")
+             "(inverted_cdf) get none, as they only choose the order statistic; "
+             "overwrite_input= is ignored (the input is left as it was)")
 _NAN = "; NaNs are ignored and get gradient 0 (an all-NaN slice: no gradient)"
 _ORDER_NOTE = "; a slice holding a NaN has the value NaN (NaNs sort last)"
 for _q, _m, _scale, _nan in ((np.quantile, np.median, 1, False),
                              (np.percentile, None, 100, False),
                              (np.nanquantile, np.nanmedian, 1, True),
                              (np.nanpercentile, None, 100, True)):
-    rule(_q, note=_QUANTILE + (_NAN if _nan else _ORDER_NOTE))(_quantile_rule(_q, _scale, _nan))
+    rule(_q, keywords=("weights",), note=_QUANTILE + (_NAN if _nan else _ORDER_NOTE))(
+        _quantile_rule(_q, _scale, _nan))
     if _m is not None:
         rule(_m, note="the quantile at 0.5" + (_NAN if _nan else _ORDER_NOTE))(_median_rule(_m, _nan))
 

@@ -242,10 +242,23 @@ def test_nan_quantiles_skip_nans():
     assert np.array_equal(g[1], np.zeros(5)) and np.allclose(g.sum(axis=1), [1, 0, 1])
 
 
+def test_quantile_weights_choose_an_order_statistic():
+    x, w = arr((3, 5), seed=5), np.linspace(0.5, 2.0, 5)
+    # the weights (and q) only choose which element: finite differences show no gradient
+    check_rule(lambda x, w, q: np.quantile(x, q, axis=1, weights=w, method="inverted_cdf"), x, w, _Q)
+    check_rule(lambda x, w: np.percentile(x, 43.0, axis=0, weights=w, method="inverted_cdf"),
+               x, w[:3].copy())
+    check_rule(lambda x, w: np.quantile(x, _Q, weights=w, method="inverted_cdf"), x, x ** 2 + 0.5)
+    x[0, 1] = np.nan
+    check_rule(lambda x, w: np.nanquantile(x, _Q, 1, weights=w, method="inverted_cdf"), x,
+               np.broadcast_to(w, x.shape).copy())  # (NumPy 2.4 fails on 1-D weights here)
+    g = bytegrad.gradient(lambda x, w: np.quantile(x, 0.5, weights=w, method="inverted_cdf"),
+                          np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 5.0]))
+    assert np.array_equal(g[0], [0, 0, 1]) and g[1] is None  # 2.0 holds most of the weight
+
+
 def test_quantile_refusals():
     x = arr(4, seed=5)
-    with pytest.raises(NotImplementedError, match=r"np.quantile\(..., weights=...\)"):
-        bytegrad.gradient(lambda x: np.quantile(x, 0.5, weights=np.ones(4), method="inverted_cdf"), x)
     with pytest.raises(TypeError, match="np.median: an output array given positionally"):
         bytegrad.gradient(lambda x: np.median(x, None, np.empty(())), x)
 
