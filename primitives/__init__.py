@@ -1,6 +1,7 @@
 """The rule library; importing it registers every rule."""
 from . import mutation, operators, containers, cells, math, builtins, arrays  # noqa: F401
 from . import np_elementwise, np_reductions, np_linalg, np_shape, np_indexing  # noqa: F401
-from . import np_signal, np_statistics, np_fft  # noqa: F401
+from . import np_signal, np_statistics, np_fft, np_selection, np_numeric  # noqa: F401
+from . import np_ufunc  # noqa: F401
 from . import functional  # noqa: F401  (after containers and math: it wraps their rules)
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)

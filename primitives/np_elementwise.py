@@ -11,7 +11,10 @@ float32 stays float32; integer and boolean arguments get None):
     the derivative of that) conj/conjugate real imag angle;
     add subtract multiply divide/true_divide mod/remainder fmod power float_power
     arctan2 hypot logaddexp logaddexp2 copysign (gradient to the magnitude only)
-    — from the table `BINARY`;
+    — from the table `BINARY`; fabs; heaviside (x2 where x1 == 0) ldexp (x1) and
+    the ufuncs with two outputs modf frexp divmod (the one output that is not piecewise
+    constant or an integer: the fractional part, the mantissa, the remainder) — from
+    the table `_PIECEWISE`; real_if_close (the gradient passes unchanged);
     maximum minimum fmax fmin where clip (and the methods ``x.clip``, ``x.conj``,
     ``x.conjugate``); nan_to_num (``x`` gets the gradient where it is finite, the
     replacement values ``nan=``, ``posinf=``, ``neginf=`` where they replaced;
@@ -276,13 +279,18 @@ for _fs, _mode, _deriv, _fuse in UNARY:
 
 # -- Non-holomorphic unary functions.
 
-@rule(np.abs, note="gradient sign(x), 0 at 0; complex: x / |x|, 0 at 0")
-def _abs(x, *rest, **kw):
-    y = _call(np.abs, (x,), rest, kw) if rest or kw else np.abs(x)
-    if not active(x):
-        return y, _NOGRAD1
-    xa = _arr(x)
-    return y, lambda d: (None, ub(x, abs_grad(xa, y, d)))
+def _abs_rule(f):
+    def r(x, *rest, **kw):
+        y = _call(f, (x,), rest, kw) if rest or kw else f(x)
+        if not active(x):
+            return y, _NOGRAD1
+        xa = _arr(x)
+        return y, lambda d: (None, ub(x, abs_grad(xa, y, d)))
+    return r
+
+
+rule(np.abs, note="gradient sign(x), 0 at 0; complex: x / |x|, 0 at 0")(_abs_rule(np.abs))
+rule(np.fabs, note="gradient sign(x), 0 at 0 (real input)")(_abs_rule(np.fabs))
 
 
 @rule(np.sign, note="zero gradient for real input; complex: the gradient of z / |z|")
@@ -639,13 +647,16 @@ SCIPY_UNARY = [
 ]
 
 
-def elementwise_rule(f, partials):
+def elementwise_rule(f, partials, output=None):
     """The rule of the elementwise function ``f`` of ``len(partials)`` arguments (with
     broadcasting; ufunc options after them as in `_call`).  ``partials[i]`` is the
     partial derivative in argument ``i`` as a function of all the arguments (lists as
     arrays) and the result, holomorphic where complex; None for an argument that has no
     derivative (an integer order); a string, the parameter's name, for a derivative not
-    implemented: asking for that gradient raises NotImplementedError naming it."""
+    implemented: asking for that gradient raises NotImplementedError naming it.  For a
+    ufunc with several outputs, ``output`` is the one output that carries a gradient
+    (the others are piecewise constant or integers): the partials are its derivatives,
+    and the result they get is the tuple of outputs."""
     k = len(partials)
 
     def r(*args, **kw):
@@ -659,9 +670,39 @@ def elementwise_rule(f, partials):
             if type(p) is str:
                 return lambda: _not_implemented(f, p)
             return lambda: ub(x, d * conj(p(*arrs, y)))
-        return y, lambda d: Lazy(None, *(grad(x, p, d) for x, p in zip(args, partials)),
-                                 *(None,) * len(rest))
+
+        def back(d):
+            if output is not None:
+                d = d[output]
+                if d is None:
+                    return nograd(len(args) + len(rest))(d)
+            return Lazy(None, *(grad(x, p, d) for x, p in zip(args, partials)),
+                        *(None,) * len(rest))
+        return y, back
     return r
+
+
+# (ufunc, partial derivatives (see `elementwise_rule`), the output they are of, note)
+_PIECEWISE = [
+    (np.heaviside, (None, lambda x1, x2, y: x1 == 0), None,
+     "x2 gets the gradient where x1 == 0; x1 none (piecewise constant)"),
+    (np.ldexp, (lambda x1, x2, y: np.exp2(x2), None), None, "x1 gets 2^x2; the integer x2 none"),
+    (np.modf, (lambda x, y: 1.0,), 0, "the fractional part gets the gradient (1); the integral "
+     "part none (piecewise constant)"),
+    (np.frexp, (lambda x, y: np.exp2(-y[1].astype(float)),), 0,
+     "the mantissa gets 2^-exponent; the integer exponent none"),
+    (np.divmod, (lambda x1, x2, y: 1.0, lambda x1, x2, y: -y[0]), 1,
+     "the remainder as np.remainder (d/dx1 = 1, d/dx2 = -floor(x1 / x2)); the quotient none "
+     "(piecewise constant)"),
+]
+for _f, _partials, _output, _note in _PIECEWISE:
+    rule(_f, note=_note)(elementwise_rule(_f, _partials, _output))
+
+
+@rule(np.real_if_close, note="the gradient passes unchanged, whether the imaginary part was "
+      "dropped or not")
+def _real_if_close(a, tol=100):
+    return np.real_if_close(a, tol), lambda d: (None, ub(a, d), None)
 
 
 def _not_implemented(f, name):

@@ -1,6 +1,6 @@
 """Rules for indexing NumPy arrays: ``x[idx]`` (through the rule of
 ``operator.getitem``), ``np.take``, ``np.take_along_axis``, ``np.compress``,
-``np.extract``, and ``np.sort``.
+``np.extract``, ``np.sort`` and ``np.partition``.
 
 The gradient of ``x[idx]`` is ``d`` placed in a zero buffer of ``x``'s shape and
 float dtype: assigned where the index cannot repeat an element (slices, ints,
@@ -13,7 +13,8 @@ use); ``bench/kernels_indexing.py`` measures the two.
 
 ``np.sort``'s gradient goes back through the permutation ``np.argsort`` gives; the
 result is ``take_along_axis(a, argsort(a))`` (ties may be ordered differently
-from ``np.sort``'s, with equal values).  ``x.sort()`` sorts in place: a write of
+from ``np.sort``'s, with equal values); ``np.partition``'s likewise through
+``np.argpartition``'s.  ``x.sort()`` sorts in place: a write of
 ``np.sort``'s result, as for every in-place operation (primitives/mutation.py).
 """
 from __future__ import annotations
@@ -268,13 +269,40 @@ def _sort(a, *args, **kw):
     return y, back
 
 
-@rule(np.ndarray.sort, note="in place: a write of np.sort's result")
-def _sort_in_place(x, *args, **kw):
-    if x.dtype.kind not in "fc":
-        x.sort(*args, **kw)
-        return None, nograd(1 + len(args))
-    _, back = rewrite(x, _sort, *args, **kw)
-    return None, back
+@rule(np.partition, note="through np.argpartition's permutation (the elements on each side of "
+      "the kth may be in another order than np.partition's)")
+def _partition(a, kth, *args, **kw):
+    if _arg(args, kw, 2, "order", None) is not None or not differentiable_input(a):
+        return np.partition(a, kth, *args, **kw), nograd(2 + len(args))
+    x = a if type(a) is np.ndarray else np.asarray(a)
+    axis = _arg(args, kw, 0, "axis", -1)
+    kind = _arg(args, kw, 1, "kind", "introselect")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    perm = np.argpartition(x, kth, axis=axis, kind=kind)
+    rest = (None,) * (1 + len(args))
+
+    def back(d):
+        g = np.zeros(x.shape, x.dtype)
+        np.put_along_axis(g, perm, np.real(d) if x.dtype.kind == "f" else d, axis)
+        return (None, grad_for(a, g.reshape(np.shape(a)))) + rest
+    return np.take_along_axis(x, perm, axis), back
+
+
+def _in_place(f, copying):
+    """The rule of the in-place ``x.f(...)``: a write of ``copying``'s result."""
+    def r(x, *args, **kw):
+        if x.dtype.kind not in "fc":
+            f(x, *args, **kw)
+            return None, nograd(1 + len(args))
+        _, back = rewrite(x, copying, *args, **kw)
+        return None, back
+    return r
+
+
+rule(np.ndarray.sort, note="in place: a write of np.sort's result")(_in_place(np.ndarray.sort, _sort))
+rule(np.ndarray.partition, note="in place: a write of np.partition's result")(
+    _in_place(np.ndarray.partition, _partition))
 
 
 # ---------------------------------------------------------------- diagonals and triangles

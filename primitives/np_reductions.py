@@ -1,6 +1,8 @@
 """Rules for NumPy's reductions: sum prod mean var std max min amax amin ptp cumsum
 cumprod diff and ``np.linalg.norm``, as functions and as ndarray (and NumPy scalar)
-methods.
+methods; and their nan* forms nansum nanprod nanmax nanmin nanmean nanvar nanstd
+nancumsum nancumprod, which are the rules above on the input with the NaNs replaced
+(or masked out with ``where=``), the NaNs' gradients set to 0.
 
 Every rule takes NumPy's arguments (``axis`` as None, an int, a negative int or a
 tuple; ``keepdims``; ``dtype``; ``ddof``/``correction``; ``where``; ``initial``) and
@@ -641,3 +643,47 @@ def _matrix_norm_grad(x, p, axes, yk, d):
         i = 0 if p == 2 else u.shape[-1] - 1
         gm = u[..., :, i:i + 1] * (vh[..., i:i + 1, :] * dm)
     return np.moveaxis(gm, (-2, -1), (r, c))
+
+
+# --- the nan* reductions: NaNs ignored ------------------------------------------
+
+def _ignoring_nan(nanf, base, fill, where):
+    """The rule of ``nanf``, which is ``base`` (a rule above, with the same positional
+    parameters) ignoring NaNs: ``base``'s pullback on the input with its NaNs replaced by
+    ``fill`` (and, if ``where``, masked out with ``where=``), the NaNs' gradients zeroed.
+    The value is ``nanf``'s own."""
+    def r(a, *args, **kw):
+        y = nanf(a, *args, **kw)
+        x = _float(a)
+        if x is None:
+            return y, base(a, *args, **kw)[1]
+        nan = np.isnan(x)
+        if where:
+            kw = {**kw, "where": ~nan & _mask_or_all(kw.get("where", True), x)}
+        back = base(np.where(nan, fill, x), *args, **kw)[1]
+
+        def masked(dy):
+            g = back(dy)
+            ga = g[1]
+            return g[:1] + (None if ga is None else _like(a, np.where(nan, 0, ga)),) + tuple(g[2:])
+        return y, masked
+    return r
+
+
+def _mask_or_all(where, x):
+    m = _mask(where, x)
+    return True if m is None else m
+
+
+_NAN_NOTE = "NaNs are ignored and get gradient 0"
+for _nanf, _base, _fill, _where, _note in (
+        (np.nansum, _sum, 0, False, ""), (np.nanprod, _prod, 1, False, ""),
+        (np.nanmax, _extremum(np.max), -np.inf, False, "; " + _TIES),
+        (np.nanmin, _extremum(np.min), np.inf, False, "; " + _TIES),
+        (np.nanmean, _mean, 0, True, ""),
+        (np.nanvar, _moment(np.var, False), 0, True, ""),
+        (np.nanstd, _moment(np.std, True), 0, True, "; zero gradient where the standard "
+         "deviation is 0"),
+        (np.nancumsum, _cumsum, 0, False, ""), (np.nancumprod, _cumprod, 1, False, "")):
+    rule(_nanf, keywords=("mean",) if _nanf in (np.nanvar, np.nanstd) else (),
+         note=_NAN_NOTE + _note)(_ignoring_nan(_nanf, _base, _fill, _where))

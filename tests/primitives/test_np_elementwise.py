@@ -714,3 +714,39 @@ def test_nan_to_num_copy_false():
         a[0] = b[2] * 2
         return np.sum(np.nan_to_num(a) * b)
     check_stateful(mutated, arr(3, seed=1), 0.3)
+
+
+# -- fabs, heaviside, ldexp, modf, frexp, divmod, real_if_close -------------------------
+
+def test_fabs_heaviside_ldexp():
+    x = arr(5, seed=3)
+    check_rule = bytegrad.testing.check_rule
+    check_rule(np.fabs, x)
+    check_rule(np.heaviside, x, arr(5, seed=4))  # x1 away from 0: no gradient, as FD shows
+    x1 = np.array([0.0, 1.5, 0.0, -2.0])
+    g, = bytegrad.gradient(lambda x2: np.sum(np.heaviside(x1, x2) * [1.0, 2.0, 3.0, 4.0]),
+                           np.full(4, 0.5))
+    assert np.array_equal(g, [1.0, 0.0, 3.0, 0.0])
+    assert check_rule(np.ldexp, x, np.array([1, -2, 0, 3, 2]))[1] is None
+    check_rule(lambda x: np.ldexp(x, 3), x.astype(np.float32))
+
+
+def test_two_output_ufuncs():
+    x, y = arr(6, seed=5) * 3, arr(6, seed=6) + 4
+    check_rule = bytegrad.testing.check_rule
+    check_rule(np.modf, x)  # the integral part: FD away from the integers shows no gradient
+    check_rule(lambda x: np.frexp(x)[0], x)
+    check_rule(np.divmod, x, y)
+    g, = bytegrad.gradient(lambda x: np.sum(np.frexp(x)[0]), np.array([3.0, 0.25]))
+    assert np.array_equal(g, [0.25, 2.0])  # 2^-e: 3 = 0.75 * 2^2, 0.25 = 0.5 * 2^-1
+    g = bytegrad.gradient(lambda a, b: np.sum(np.divmod(a, b)[1]), 7.5, 2.0)
+    assert g == (1.0, -3.0)
+    assert bytegrad.gradient(lambda a: np.sum(np.divmod(a, 2.0)[0]), x)[0] is None
+
+
+def test_real_if_close():
+    z = arr(4, np.complex128, seed=7)
+    check_rule = bytegrad.testing.check_rule
+    check_rule(np.real_if_close, z)
+    check_rule(np.real_if_close, z.real + 0j)
+    check_rule(lambda x: np.real_if_close(x, tol=1000), z.real)

@@ -287,3 +287,19 @@ def test_diagonals_triangles_and_scalar_item():
     check_rule(lambda B: np.diagonal(B, 1, 1, 2) ** 2, B)
     check_rule(lambda B: B.diagonal(axis1=0, axis2=2) ** 2, B)
     check_rule(lambda v: np.sum(v ** 2).item() * v, v)
+
+
+def test_partition_follows_the_permutation():
+    x = arr((4, 6), seed=8)
+    check_rule(lambda x: np.partition(x, 2), x)
+    check_rule(lambda x: np.partition(x, (1, 3), axis=0), x)
+    check_rule(lambda x: np.partition(x, 5, axis=None), x)
+    check_rule(lambda x: np.partition(x, -1), x.astype(np.float32))
+
+    def in_place(x):
+        y = x * 2
+        y.partition(3)
+        return np.sum(y[:, :3] ** 2)
+    check_rule(in_place, x)
+    g, = bytegrad.gradient(lambda x: np.partition(x, 1)[1], np.array([3.0, 1.0, 2.0]))
+    assert np.array_equal(g, [0, 0, 1])  # the second smallest

@@ -426,3 +426,32 @@ def test_mean_whole_array_path():
     big = arr((256, 256), seed=3)
     g = bytegrad.gradient(lambda x: np.mean(x) * 2 + np.mean(x * x) + np.sum(x), big)[0]
     assert np.allclose(g, 2 / big.size + 2 * big / big.size + 1)
+
+
+# -- the nan* reductions --------------------------------------------------------
+
+_WITH_NAN = arr((3, 4), seed=11)
+_WITH_NAN[0, 1] = _WITH_NAN[2, 3] = _WITH_NAN[1, 2] = np.nan
+
+
+@pytest.mark.parametrize("f", [np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean, np.nanvar,
+                               np.nanstd, np.nancumsum, np.nancumprod])
+def test_nan_reductions_ignore_nans(f):
+    cumulative = f in (np.nancumsum, np.nancumprod)
+    for kw in ({}, {"axis": 0}, {"axis": -1} if cumulative else {"axis": 1, "keepdims": True}):
+        g = check_rule(f, _WITH_NAN, kw=kw)[0]
+        assert np.all(g[np.isnan(_WITH_NAN)] == 0)
+    check_rule(f, _WITH_NAN.astype(np.float32), kw={"axis": 1})
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")
+def test_nan_reductions_closed_forms_and_keywords():
+    x = np.array([1.0, np.nan, 3.0, 2.0])
+    assert np.array_equal(bytegrad.gradient(np.nanmean, x)[0], [1 / 3, 0, 1 / 3, 1 / 3])
+    assert np.array_equal(bytegrad.gradient(np.nanprod, x)[0], [6, 0, 2, 3])
+    assert np.array_equal(bytegrad.gradient(np.nanmax, x)[0], [0, 0, 1, 0])
+    check_rule(lambda x: np.nanvar(x, axis=1, ddof=1), _WITH_NAN)
+    check_rule(lambda x, m: np.nanvar(x, mean=m), x, 0.5)
+    check_rule(lambda x, i: np.nansum(x, initial=i), x, 0.5)
+    assert bytegrad.gradient(lambda x: np.nansum(x, where=[True, True, False, True]), x)[0][2] == 0
+    assert bytegrad.gradient(lambda x: np.nanmax(x), np.array([np.nan, np.nan]))[0] is not None

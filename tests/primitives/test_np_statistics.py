@@ -198,3 +198,78 @@ def test_by_name_refuses_unknown_keywords_clearly():
         bytegrad.gradient(lambda x: np.interp(x, _XP, _FP, lft=1.0), 0.3)
     with pytest.raises(TypeError, match=r"np\.cov\(\).*weights"):
         bytegrad.gradient(lambda X: np.sum(np.cov(X, weights=_AW)), _CX)
+
+
+# -- median, percentile, quantile and their nan* forms ------------------------------
+
+METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+           "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+           "normal_unbiased", "lower", "higher", "midpoint", "nearest"]
+_Q = np.array([0.13, 0.43, 0.77])  # away from the kinks and jumps of n = 3 and 5
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_quantile_every_method_in_the_data_and_in_q(method):
+    x = arr((3, 5), seed=2)
+    check_rule(lambda x, q: np.quantile(x, q, axis=1, method=method), x, _Q)
+    check_rule(lambda x, q: np.percentile(x, q, axis=0, method=method, keepdims=True), x, _Q * 100)
+
+
+def test_median_and_quantile_closed_forms():
+    x = np.array([3.0, 1.0, 2.0, 5.0])
+    assert np.array_equal(bytegrad.gradient(np.median, x)[0], [0.5, 0, 0.5, 0])
+    g = bytegrad.gradient(lambda x, q: np.quantile(x, q), x, 0.5)
+    assert np.array_equal(g[0], [0.5, 0, 0.5, 0]) and g[1] == 3 * (3 - 2)  # (n - 1) (s[2] - s[1])
+    x = arr((2, 3, 4), seed=3)
+    for kw in ({}, {"axis": 1}, {"axis": (0, 2), "keepdims": True}, {"axis": -1}):
+        check_rule(np.median, x, kw=kw)
+    check_rule(np.median, x.astype(np.float32), kw={"axis": 0})
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")
+def test_nan_quantiles_skip_nans():
+    x = arr((3, 5), seed=4)
+    x[0, 1] = np.nan
+    x[2, 2:] = np.nan
+    check_rule(lambda x: np.nanmedian(x, axis=1), x)
+    g, = bytegrad.gradient(lambda x: np.sum(np.nanmedian(x, axis=1)), x)
+    assert np.all(g[np.isnan(x)] == 0) and np.allclose(g.sum(axis=1), 1)
+    check_rule(lambda x, q: np.nanquantile(x, q, axis=1, method="weibull"), x, _Q)
+    check_rule(np.nanpercentile, x, 33.0)
+    check_rule(np.nanmedian, x)
+    x[1] = np.nan  # an all-NaN slice: NaN, and no gradient
+    g, = bytegrad.gradient(lambda x: np.nansum(np.nanmedian(x, axis=1)), x)
+    assert np.array_equal(g[1], np.zeros(5)) and np.allclose(g.sum(axis=1), [1, 0, 1])
+
+
+def test_quantile_weights_choose_an_order_statistic():
+    x, w = arr((3, 5), seed=5), np.linspace(0.5, 2.0, 5)
+    # the weights (and q) only choose which element: finite differences show no gradient
+    check_rule(lambda x, w, q: np.quantile(x, q, axis=1, weights=w, method="inverted_cdf"), x, w, _Q)
+    check_rule(lambda x, w: np.percentile(x, 43.0, axis=0, weights=w, method="inverted_cdf"),
+               x, w[:3].copy())
+    check_rule(lambda x, w: np.quantile(x, _Q, weights=w, method="inverted_cdf"), x, x ** 2 + 0.5)
+    x[0, 1] = np.nan
+    check_rule(lambda x, w: np.nanquantile(x, _Q, 1, weights=w, method="inverted_cdf"), x,
+               np.broadcast_to(w, x.shape).copy())  # (NumPy 2.4 fails on 1-D weights here)
+    g = bytegrad.gradient(lambda x, w: np.quantile(x, 0.5, weights=w, method="inverted_cdf"),
+                          np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 5.0]))
+    assert np.array_equal(g[0], [0, 0, 1]) and g[1] is None  # 2.0 holds most of the weight
+
+
+def test_quantile_refusals():
+    x = arr(4, seed=5)
+    with pytest.raises(TypeError, match="np.median: an output array given positionally"):
+        bytegrad.gradient(lambda x: np.median(x, None, np.empty(())), x)
+
+
+def test_average():
+    x, w, W = arr((5, 6), seed=6), np.linspace(0.5, 2, 6), arr((5, 6), seed=7) ** 2 + 0.5
+    check_rule(np.average, x)
+    check_rule(lambda a, w: np.average(a, 1, w), x, w)
+    check_rule(lambda a, w: np.average(a, 0, w, True), x, w[:5].copy())
+    check_rule(lambda a, w: np.average(a, None, w, returned=True), x, W)
+    check_rule(lambda a, w: np.average(a, (0, 1), w, keepdims=True), x, W.astype(np.float32))
+    g = bytegrad.gradient(lambda a, w: np.average(a, weights=w), np.array([1.0, 3.0]),
+                          np.array([1.0, 3.0]))
+    assert np.array_equal(g[0], [0.25, 0.75]) and np.array_equal(g[1], [-0.375, 0.125])

@@ -23,6 +23,7 @@ w = np.array([1.5, -0.5, 0.25])
 A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
 M = np.arange(6.0).reshape(2, 3) / 3 + 0.1
 B = np.arange(24.0).reshape(2, 3, 4) / 7 - 1.0
+Mn = np.where(np.eye(2, 3) > 0, np.nan, M)  # with NaNs, for the nan* reductions
 
 SAMPLES = {
     "np.amax": (v, 0, None, False, 3.0), "np.amin": (v, 0, None, False, -3.0),
@@ -83,6 +84,22 @@ SAMPLES = {
     "scipy.linalg.expm": (A * 0.3,),
     "np.unique": (v, True, True, True), "np.unique_values": (v,), "np.unique_all": (v,),
     "np.unique_counts": (v,), "np.unique_inverse": (v,), "np.bincount": (np.array([0, 2, 1]), v[:3], 4),
+    "np.real_if_close": (v + 1e-20j, 50),
+    "np.nansum": (Mn, 1, None, None, False, 2.5), "np.nanprod": (Mn, 1, None, None, False, 1.5),
+    "np.nanmax": (Mn, 1, None, False, 3.0), "np.nanmin": (Mn, 1, None, False, -3.0),
+    "np.nanmean": (Mn, 1, None, None, True), "np.nanvar": (Mn, 1, None, None, 1, True),
+    "np.nanstd": (Mn, 0, None, None, 0, True), "np.nancumsum": (Mn, 1), "np.nancumprod": (Mn, 0),
+    "np.median": (M, 1, None, False, True), "np.nanmedian": (Mn, 1, None, False, True),
+    "np.quantile": (M, np.array([0.2, 0.7]), 1, None, False, "hazen", True),
+    "np.percentile": (M, np.array([20.0, 70.0]), 0, None, False, "weibull", True),
+    "np.nanquantile": (Mn, np.array([0.2, 0.7]), 1, None, False, "linear", True),
+    "np.nanpercentile": (Mn, 33.0, None, None, False, "median_unbiased", False),
+    "np.partition": (B, 1, 1), "np.select": ([v > 0, w > 0], [v, w * 2], 0.5),
+    "np.choose": (np.array([0, 1, 0]), [v, w]), "np.piecewise": (v, [v > 0], [np.sin, np.cos]),
+    "np.gradient": (M,), "np.trapezoid": (M, np.array([0.0, 0.5, 2.0]), 1.0, 1),
+    "np.polyval": (v, w), "np.polyfit": (np.array([0.0, 0.5, 2.0, 3.0]), np.arange(4.0) ** 2 / 3, 1, None, False,
+                   np.array([1.0, 2.0, 0.5, 1.5])),
+    "np.average": (M, 1, np.array([0.5, 1.0, 2.0]), True),
 }
 
 # Rules with keyword-capable parameters and no sample, and why.
@@ -95,10 +112,11 @@ WITHOUT_SAMPLE = {
          "np.logaddexp", "np.logaddexp2", "np.matmul", "np.matvec", "np.maximum", "np.minimum",
          "np.mod", "np.multiply", "np.negative", "np.positive", "np.pow", "np.rad2deg",
          "np.radians", "np.reciprocal", "np.sign", "np.sin", "np.sinh", "np.sqrt", "np.square",
-         "np.subtract", "np.tan", "np.tanh", "np.vecdot", "np.vecmat", "ndarray.dot"],
+         "np.subtract", "np.tan", "np.tanh", "np.vecdot", "np.vecmat", "ndarray.dot",
+         "np.divmod", "np.fabs", "np.frexp", "np.heaviside", "np.ldexp", "np.modf"],
         "only out= can be a keyword: a write, tested with the mutation rules"),
     **dict.fromkeys(["np.copyto", "np.fill_diagonal", "np.place", "np.put", "np.putmask", "ndarray.fill",
-                     "ndarray.put", "ndarray.sort", "np.random.shuffle"], "writes into an argument"),
+                     "ndarray.put", "ndarray.sort", "ndarray.partition", "np.random.shuffle"], "writes into an argument"),
 }
 RANDOM = "np.random."
 
