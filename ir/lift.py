@@ -486,7 +486,11 @@ class _Lifter:
         return "end"
 
     def _cond(self, cond, when_false, when_true, stack_false, stack_true, env):
-        """Go to ``when_false`` if ``cond`` is false, else to ``when_true``."""
+        """Go to ``when_false`` if ``cond`` is false, else to ``when_true``.  Inside a
+        ``try`` the truth test is a statement of its own, which may raise (``if a``
+        for an array ``a``)."""
+        if self.handler is not None and not isinstance(cond, bool):
+            cond = self.emit(operator.truth, cond)
         self._edge(when_false, stack_false, env, cond, self.line)
         self._edge(when_true, stack_true, env, line=self.line)
         return "end"
@@ -539,8 +543,13 @@ class _Lifter:
         return self._raise(exc)
 
     def _raise(self, exc):
-        """Raise ``exc``: inside a ``try``, as a statement its handler catches."""
-        if self.handler is not None:
+        """Raise ``exc``: inside a ``try``, as a statement its handler catches; inside a
+        handler, with the exception being handled as its ``__context__`` (the emitted code
+        does not set the interpreter's own)."""
+        handled = self.env.get(EXC)
+        if handled is not None:
+            self.emit(ops.throw, exc, handled)
+        elif self.handler is not None:
             self.emit(ops.throw, exc)
         self.ir.branch(self.cur, Branch("raise", args=[exc], line=self.line))
         self.handler = None
@@ -549,6 +558,8 @@ class _Lifter:
     # -- exceptions and context managers ------------------------------------------
     def op_PUSH_EXC_INFO(self, arg, stack, env, bb):
         exc = stack.pop()
+        if not any(op.name in ("CHECK_EXC_MATCH", "WITH_EXCEPT_START") for op, _ in self.bbs[bb]):
+            exc = self.emit(ops.handling, exc)  # (a handler for every exception)
         stack += [env.get(EXC), exc]
         env[EXC] = exc
 

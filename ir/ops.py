@@ -12,6 +12,8 @@ import sys
 import types
 from itertools import islice
 
+from .errors import Refusal
+
 
 class _Undef:
     """The value of a local read before assignment on some path."""
@@ -35,15 +37,31 @@ CAUGHT = _Caught()
 
 # -- exceptions and context managers -------------------------------------------
 def exc_match(exc, types):
-    """``CHECK_EXC_MATCH``: whether ``except types`` catches ``exc``."""
+    """``CHECK_EXC_MATCH``: whether ``except types`` catches ``exc`` (never one of
+    bytegrad's `Refusal`s, which go on up)."""
     for t in types if isinstance(types, tuple) else (types,):
         if not (isinstance(t, type) and issubclass(t, BaseException)):
             raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+    if isinstance(exc, Refusal):
+        raise exc
     return isinstance(exc, types)
 
 
-def throw(exc):
-    """``raise exc`` as a statement, so that a ``try`` around it catches it."""
+def handling(exc):
+    """A handler that takes every exception (a bare ``except:``, ``finally``) begins:
+    ``exc`` unless it is one of bytegrad's `Refusal`s, which go on up."""
+    if isinstance(exc, Refusal):
+        raise exc
+    return exc
+
+
+def throw(exc, context=None):
+    """``raise exc`` as a statement, so that a ``try`` around it catches it; inside a
+    handler, with the exception it handles as the ``__context__``, as CPython sets it."""
+    if context is not None:
+        exc = exc() if isinstance(exc, type) else exc
+        if exc.__context__ is None and exc is not context:
+            exc.__context__ = context
     raise exc
 
 
@@ -70,8 +88,10 @@ def with_enter(mgr):
 
 
 def with_except(exit_, exc):
-    """``WITH_EXCEPT_START``: ``__exit__`` told of ``exc``; true when it suppresses it."""
-    return exit_(type(exc), exc, exc.__traceback__)
+    """``WITH_EXCEPT_START``: ``__exit__`` told of ``exc``; true when it suppresses it
+    (never one of bytegrad's `Refusal`s, which ``__exit__`` still sees, to clean up)."""
+    suppress = exit_(type(exc), exc, exc.__traceback__)
+    return suppress and not isinstance(exc, Refusal)
 _NONE = object()
 
 

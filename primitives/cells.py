@@ -33,6 +33,7 @@ def _cell_get(cell, name="?", *own):
 def _cell_set(cell, value):
     ops.cell_set(cell, value)
     shadow = current()
+    shadow.writes += 1  # (a change a callee's lost tape would not undo: `forward_in_try`)
     return None, lambda d: (None, None, unwrap(shadow.take(cell)))
 
 

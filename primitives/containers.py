@@ -292,6 +292,12 @@ def _apply(f, args, kwargs=None):
 
 @rule(getattr)
 def _getattr(x, name, *default):
+    if default:  # the default when x lacks the attribute (read once), else as without one
+        y = getattr(x, name, _MISSING)
+        if y is _MISSING:
+            return default[0], lambda d: (None, None, None, d)
+        y, pb = _getattr(x, name)
+        return y, wrapping(pb, lambda d: pb(d) + (None,))
     prop = _class_attribute(x, name)
     if isinstance(prop, (property, functools.cached_property)):
         return _computed(x, name, prop)
@@ -324,6 +330,9 @@ def _getattr(x, name, *default):
     if name == "mT":
         return y, lambda d: (None, np.swapaxes(d, -1, -2), None)
     return y, lambda d: (None, {name: d}, None)
+
+
+_MISSING = object()
 
 
 def _class_attribute(x, name):

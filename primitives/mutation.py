@@ -485,9 +485,24 @@ def _update(d, *other, **kw):
         g = {k: e.pop(k, None) for k in new}
         _refill(d, items)
         src = other[0] if other else None
-        dother = ({k: g[k] for k in src},) if isinstance(src, dict) else (None,) * len(other)
+        dother = (_update_source_gradient(src, g),) if other else ()
         return (None, None) + dother + (({k: g[k] for k in kw},) if kw else ())
     return None, Effect(back)
+
+
+def _update_source_gradient(src, g):
+    """The gradient of what ``d.update(src)`` read, given ``g``, its keys' gradients: a
+    dict's by key; a list or tuple of pairs', each ``(None, gradient)`` where its pair
+    was the last for its key (the value kept)."""
+    if isinstance(src, dict):
+        return {k: g[k] for k in src}
+    if isinstance(src, (list, tuple)):
+        last = {k: i for i, (k, _) in enumerate(src)}
+        return type(src)((None, g[k] if last[k] == i else None) for i, (k, _) in enumerate(src))
+    if any(v is not None for v in g.values()):
+        raise NotImplementedError(f"dict.update of a {type(src).__name__}: its values' gradients "
+                                  f"cannot be handed back; pass a dict or a list of pairs")
+    return None
 
 
 @rule(dict.setdefault)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 
+from ..ir.errors import Refusal
 from .algebra import is_differentiable
 from .errors import full_name
 from .rules import Lazy
@@ -22,7 +23,7 @@ _EMPTY = inspect.Parameter.empty
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-class KeywordGradientError(TypeError):
+class KeywordGradientError(Refusal, TypeError):
     """The gradient of a keyword argument that the callable's rule does not give."""
 
 

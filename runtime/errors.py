@@ -4,10 +4,11 @@ import os
 import sys
 import sysconfig
 
+from ..ir.errors import Refusal
 from ..ir.ir import full_name  # noqa: F401  (the one formatter of a callable's name)
 
 
-class NoRuleError(TypeError):
+class NoRuleError(Refusal, TypeError):
     """A callable without a rule or Python bytecode received a differentiable value.
 
     Where that happens inside library code, ``via`` is ``(entry, file, line)``: the

@@ -180,3 +180,21 @@ def test_dict_from_pairs_and_keywords():
         g = dict(iter([("c", x * x)]), d=y)
         return d["a"] * d["b"] + e["a"] * e["b"] + g["c"] * g["d"]
     check_grad(f, 0.7, 1.3)
+
+
+class _Fields:
+    def __init__(self, v):
+        self.v = v
+
+    @property
+    def twice(self):
+        return self.v * 2.0
+
+
+@pytest.mark.regression
+def test_getattr_with_a_default():
+    assert check_grad(lambda x: getattr(_Fields(x), "zzz", x * 4.0), 0.7) == (4.0,)
+    assert check_grad(lambda x: getattr(_Fields(x), "v", 9.0) * x, 0.7) == (1.4,)
+    assert check_grad(lambda x: getattr(_Fields(x), "twice", 9.0) * x, 0.7) == (2.8,)
+    g = bytegrad.gradient(lambda o, d: getattr(o, "zzz", d) + getattr(o, "v", d), _Fields(0.7), 2.0)
+    assert g == ({"v": 1.0}, 1.0)

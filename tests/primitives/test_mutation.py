@@ -1150,3 +1150,14 @@ def test_a_counter_field_that_becomes_a_float_is_restored():
     assert gx == pytest.approx(2.0 * 2.0 * 1)  # (nfev * x) * x: 2 * nfev * x
     assert m.nfev == 2.0
     check_stateful(lambda x: f(_Counted(1.0), x), 2.0)
+
+
+@pytest.mark.regression
+def test_dict_update_from_pairs_gives_the_kept_values_their_gradients():
+    def f(x):
+        d = {"a": 1.0}
+        d.update([("b", x * 2.0), ("c", x), ("b", x * 3.0)])  # the last "b" is kept
+        return d["b"] * x + d["c"]
+    assert check_grad(f, 0.7) == (2 * 3.0 * 0.7 + 1.0,)
+    g = bytegrad.gradient(lambda ps: (d := {}).update(ps) or d["k"] * 2.0, [("k", 1.5)])
+    assert g == ([(None, 2.0)],)

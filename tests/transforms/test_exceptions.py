@@ -212,3 +212,100 @@ def test_a_generator_context_manager_runs_plainly_until_a_gradient_must_pass_thr
     check_grad(f, np.array([1.0, 2.0]))
     with pytest.raises(bytegrad.UnsupportedError, match=r"generator \(yield\) in _doubled\(\)"):
         bytegrad.gradient(lambda x: _doubled(x).__enter__() * x, 1.5)
+
+
+def _no_rule(x):
+    return float.hex(x)  # (a C method without a rule)
+
+
+@pytest.mark.parametrize("handler", ["except Exception", "except TypeError", "except", "finally"])
+def test_no_handler_of_the_users_takes_bytegrads_refusals(handler):
+    """A NoRuleError raised inside a try would send the code down a path the plain call
+    never takes: it goes on up, whatever the handler says."""
+    body = "return x * 5.0" if handler != "finally" else "pass"
+    scope = {"_no_rule": _no_rule}
+    exec(f"def f(x):\n    try:\n        _no_rule(x)\n        return x * 2.0\n    {handler}:\n"
+         f"        {body}\n", scope)
+    with pytest.raises(bytegrad.NoRuleError, match="float.hex"):
+        bytegrad.gradient(scope["f"], 0.7)
+
+
+class _Cleans:
+    def __init__(self):
+        self.cleaned = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleaned = True
+        return True  # (suppresses everything: but not a refusal)
+
+
+def test_a_refusal_inside_with_still_lets_exit_clean_up():
+    m = _Cleans()
+
+    def f(x):
+        with m:
+            _no_rule(x)
+        return x
+    with pytest.raises(bytegrad.NoRuleError):
+        bytegrad.gradient(f, 0.7)
+    assert m.cleaned
+
+
+def truth_test_raises(x, log):
+    try:
+        y = x * 3.0
+        if np.array([x, x]) > 0:  # ValueError: the truth value is ambiguous
+            return y
+    except ValueError:
+        return x * 5.0
+    finally:
+        log.append("finally")
+
+
+def test_a_truth_test_that_raises_inside_a_try_is_caught():
+    log = []
+    assert check_grad(lambda x: truth_test_raises(x, log), 0.7) == (5.0,)
+    assert log and set(log) == {"finally"}
+
+
+def test_a_raise_inside_a_handler_has_the_handled_exception_as_its_context():
+    def f(x):
+        try:
+            try:
+                1 / 0
+            except ZeroDivisionError:
+                raise ValueError("again")
+        except ValueError as e:
+            return x * (2.0 if isinstance(e.__context__, ZeroDivisionError) else 3.0)
+    assert check_grad(f, 0.7) == (2.0,)
+
+
+def test_a_callee_that_rebinds_a_nonlocal_and_raises_is_refused_not_wrong():
+    def f(x):
+        y = x
+
+        def bump():
+            nonlocal y
+            y = y * x
+            raise KeyError("after the store")
+        try:
+            bump()
+        except KeyError:
+            pass
+        return y
+    with pytest.raises(NotImplementedError, match="bump changed an object in place"):
+        bytegrad.gradient(f, 0.7)
+
+
+def test_an_exception_made_of_differentiable_values_is_made_plainly():
+    def f(x):
+        try:
+            if x > 0:
+                raise ValueError("too big", x * 2.0)
+            return x
+        except ValueError as e:
+            return x * 3.0 + len(e.args)
+    assert check_grad(f, 0.7) == (3.0,)
