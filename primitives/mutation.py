@@ -237,25 +237,26 @@ def _ndarray_put(self, indices, values, mode="raise"):  # the method's own param
 rule(np.ndarray.put, note=_PUT, like=_ndarray_put)(_ndarray_put)
 
 
+def _masked(a, mask, name):
+    """The flat positions of array ``a`` where ``mask`` (of ``a``'s size) holds."""
+    _needs_array(a, name)
+    mask_ = np.asarray(mask, dtype=bool)
+    if mask_.size != a.size:
+        raise ValueError(f"{name}: mask and data must be the same size")
+    return np.flatnonzero(mask_)
+
+
 @rule(np.place, note="vals repeated as needed, as in NumPy")
 @by_name("np.place")
 def _place(arr, mask, vals):
-    _needs_array(arr, "np.place")
-    mask_ = np.asarray(mask, dtype=bool)
-    if mask_.size != arr.size:
-        raise ValueError("np.place: mask and data must be the same size")
-    return None, _flat_write(arr, np.flatnonzero(mask_), vals, "vals",
+    return None, _flat_write(arr, _masked(arr, mask, "np.place"), vals, "vals",
                              lambda: np.place(arr, mask, vals))
 
 
 @rule(np.putmask, note="values repeated as needed, as in NumPy: a.flat[n] = values.flat[n % values.size]")
 @by_name("np.putmask")
 def _putmask(a, mask, values):
-    _needs_array(a, "np.putmask")
-    mask_ = np.asarray(mask, dtype=bool)
-    if mask_.size != a.size:
-        raise ValueError("np.putmask: mask and data must be the same size")
-    flat = np.flatnonzero(mask_)
+    flat = _masked(a, mask, "np.putmask")
 
     def spread(g):  # position n of a took item n % size of values
         n = np.size(values)

@@ -62,23 +62,6 @@ def test_a_value_computed_before_the_raise_gets_its_gradient(x):
     check_grad(callee_raises, x)
 
 
-def safe_log_loss(ps, eps):
-    total = 0.0
-    for p in ps:
-        try:
-            if p <= 0:
-                raise ValueError("non-positive")
-            total += math.log(p)
-        except ValueError:
-            total += math.log(eps)
-    return -total
-
-
-def test_raise_inside_a_loop():
-    g = check_grad(lambda a, b, c, eps: safe_log_loss([a, b, c], eps), 0.3, -0.1, 0.7, 1e-3)
-    assert g[0] == pytest.approx(-1 / 0.3) and g[1] is None and g[3] == pytest.approx(-1e3)
-
-
 def nested(x, n):
     try:
         try:

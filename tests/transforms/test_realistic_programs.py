@@ -666,6 +666,7 @@ def safe_log_loss(p_list, eps):
 
 def test_try_except_in_a_loss():
     g = check_grad(lambda a, b, c, d, eps: safe_log_loss([a, b, c, d], eps), 0.3, -0.1, 0.7, -0.5, 1e-3)
+    assert g[0] == pytest.approx(-1 / 0.3) and g[1] is None and g[3] is None
     assert g[4] == pytest.approx(-2 / 1e-3)  # (two terms took the handler's log(eps))
 
 
