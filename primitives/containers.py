@@ -496,7 +496,8 @@ def check_changeable(d):
 
 rule(dict)(_mapping(dict))
 rule(collections.OrderedDict)(_mapping(collections.OrderedDict))
-rule(collections.defaultdict)(_made(collections.defaultdict, lead=1))
+rule(collections.defaultdict, note="changed in place only when made by a call of collections.defaultdict "
+     "in the differentiated code; else refused")(_made(collections.defaultdict, lead=1))
 effectful(collections.defaultdict)  # (always run, so that what it made is known)
 watch_kind(collections.OrderedDict)
 watch_kind(collections.defaultdict)

@@ -176,7 +176,9 @@ def _in_place(f, symbol, base=None):
 
 for _f, _symbol, _base in ((op.ior, "|", None), (op.iand, "&", None), (op.ixor, "^", None),
                            (op.isub, "-", RULES[op.isub].fn)):
-    rule(_f, override=_base is not None)(_in_place(_f, _symbol, _base))
+    rule(_f, override=_base is not None, note=f"on a set of differentiable items, refused: "
+         f"s = s {_symbol} t" + ("; on dicts, as d.update(e)" if _f is op.ior else ""))(
+        _in_place(_f, _symbol, _base))
 changes_arguments(op.ior)
 
 
@@ -190,4 +192,4 @@ def _changing(f):
 
 for _f in (set.add, set.update, set.discard, set.remove, set.pop, set.clear,
            set.intersection_update, set.difference_update, set.symmetric_difference_update):
-    rule(_f)(_changing(_f))
+    rule(_f, note="refused on a set of differentiable items: build a new set")(_changing(_f))

@@ -40,10 +40,13 @@ from .mutation import _dict_write
 _END = object()
 
 
-def _as_python(f, keywords=()):
+_EAGER = "evaluated eagerly (as map): every item is computed at the call"
+
+
+def _as_python(f, keywords=(), note=None):
     """Differentiate calls of ``f`` as calls of the decorated Python function."""
     def register(py):
-        rule(f, keywords=keywords)(lambda *args, **kw: forward(py, *args, **kw))
+        rule(f, keywords=keywords, note=note)(lambda *args, **kw: forward(py, *args, **kw))
         return py
     return register
 
@@ -61,7 +64,7 @@ def _reduce(function, iterable, *initial):
     return value
 
 
-@_as_python(itertools.chain)
+@_as_python(itertools.chain, note=_EAGER)
 def _chain(*iterables):
     out = []
     for xs in iterables:
@@ -69,12 +72,12 @@ def _chain(*iterables):
     return iter(out)
 
 
-@_as_python(itertools.chain.from_iterable)
+@_as_python(itertools.chain.from_iterable, note=_EAGER)
 def _chain_from_iterable(iterables):
     return _chain(*iterables)
 
 
-@_as_python(itertools.product, keywords=("repeat",))
+@_as_python(itertools.product, keywords=("repeat",), note=_EAGER)
 def _product(*iterables, repeat=1):
     rows = [()]
     for pool in [tuple(p) for p in iterables] * repeat:
@@ -82,7 +85,7 @@ def _product(*iterables, repeat=1):
     return iter(rows)
 
 
-@_as_python(itertools.accumulate, keywords=("initial",))
+@_as_python(itertools.accumulate, keywords=("initial",), note=_EAGER)
 def _accumulate(iterable, func=None, *, initial=None):
     it = iter(iterable)
     total = next(it, _END) if initial is None else initial
@@ -104,7 +107,7 @@ def _islice_arguments(*args):
 nondifferentiable(_islice_arguments)
 
 
-@_as_python(itertools.islice)
+@_as_python(itertools.islice, note=_EAGER)
 def _islice(iterable, *args):
     s = _islice_arguments(*args)
     start, step = s.start or 0, s.step or 1
@@ -120,7 +123,7 @@ def _islice(iterable, *args):
 
 
 if hasattr(itertools, "pairwise"):
-    @_as_python(itertools.pairwise)
+    @_as_python(itertools.pairwise, note=_EAGER)
     def _pairwise(iterable):
         xs = list(iterable)
         return iter([(xs[i], xs[i + 1]) for i in range(len(xs) - 1)])
@@ -184,12 +187,12 @@ def _heapify(heap):
         _siftup(heap, i)
 
 
-@_as_python(heapq.nsmallest, keywords=("key",))
+@_as_python(heapq.nsmallest, keywords=("key",), note="as sorted(xs, key=key)[:n]; key gets no gradient")
 def _nsmallest(n, iterable, key=None):
     return sorted(iterable, key=key)[:n]
 
 
-@_as_python(heapq.nlargest, keywords=("key",))
+@_as_python(heapq.nlargest, keywords=("key",), note="as sorted(xs, key=key, reverse=True)[:n]; key gets no gradient")
 def _nlargest(n, iterable, key=None):
     return sorted(iterable, key=key, reverse=True)[:n]
 
@@ -206,12 +209,15 @@ def _insort_left(a, x, lo=0, hi=None, *, key=None):
 
 changes_arguments(heapq.heappush, heapq.heappop, heapq.heapify, bisect.insort_right, bisect.insort_left)
 nondifferentiable(bisect.bisect_left, bisect.bisect_right, list.index, list.count, tuple.index,
-                  tuple.count)
+                  tuple.count, dict.keys, set.isdisjoint, set.issubset, set.issuperset,
+                  frozenset.isdisjoint, frozenset.issubset, frozenset.issuperset, float.is_integer,
+                  float.hex, float.as_integer_ratio, op.index, op.indexOf, op.countOf, ord, chr,
+                  bin, oct, hex, ascii)
 
 
 # ---- statistics --------------------------------------------------------------
 
-@rule(statistics.mean)
+@rule(statistics.mean, note="closed form; the value is the library's")
 def _mean(data):
     v = list(items(data))
     y = statistics.mean(v)
@@ -242,7 +248,7 @@ def _spread(f, ddof, root):
 
 for _f, _ddof, _root in ((statistics.variance, 1, False), (statistics.stdev, 1, True),
                          (statistics.pvariance, 0, False), (statistics.pstdev, 0, True)):
-    rule(_f)(_spread(_f, _ddof, _root))
+    rule(_f, note="closed form; the value is the library's")(_spread(_f, _ddof, _root))
 
 
 # ---- collections, types --------------------------------------------------------
@@ -312,7 +318,7 @@ def _refused(f):
 
 for _f in (collections.deque, collections.deque.append, collections.deque.appendleft,
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert):
-    rule(_f)(_refused(_f))
+    rule(_f, note="refused for differentiable values: use a list")(_refused(_f))
 
 
 # ---- arithmetic dunders called as methods: their operators ---------------------

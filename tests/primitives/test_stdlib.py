@@ -146,3 +146,11 @@ def test_deque_is_refused(f):
 
 def test_a_deque_of_constants_runs_plainly():
     assert bytegrad.gradient(lambda x: x * len(collections.deque([1, 2]) + collections.deque([3])), 1.5) == (3.0,)
+
+
+def test_tests_and_conversions_carry_no_gradient():
+    def f(d, x):
+        s = {x, 2.0}
+        n = len(d.keys()) + s.issubset({x, 2.0, 3.0}) + float(x).is_integer() + len(hex(7))
+        return n * x + operator.countOf([x, x], x) * d["a"]
+    assert bytegrad.gradient(f, {"a": 1.0}, 1.5) == ({"a": 2.0}, 5.0)
