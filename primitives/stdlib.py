@@ -4,9 +4,11 @@ Several C functions are differentiated as the Python code below, which does what
 (`_as_python`): ``functools.reduce``; ``itertools.chain``, ``chain.from_iterable``,
 ``product``, ``accumulate``, ``islice`` and ``pairwise`` (evaluated eagerly, as ``map``
 is: their items are computed when they are called, and they return an iterator over a
-list); ``heapq.heappush``, ``heappop`` and ``heapify`` (CPython's algorithm, whose changes
-of the list are differentiated as any), ``nsmallest``/``nlargest`` (``sorted(xs,
-key=key)[:n]``, as documented), ``bisect.insort``.  ``statistics.mean``, ``variance``,
+list); ``heapq.heappush``, ``heappop``, ``heappushpop``, ``heapreplace`` and ``heapify``
+(CPython's algorithm, whose changes of the list are differentiated as any),
+``nsmallest``/``nlargest`` (``sorted(xs, key=key)[:n]``, as documented), ``bisect.insort``
+(the position gets no gradient).  A ``defaultdict`` passed in (or made by a call run
+plainly) is refused when changed in place: see `containers.check_changeable`.  ``statistics.mean``, ``variance``,
 ``stdev``, ``pvariance`` and ``pstdev`` have closed-form rules (the value is the library's,
 computed exactly); ``fmean`` runs through the transform.  Dict subclasses (``OrderedDict``,
 ``defaultdict``, ``Counter``) read and write as dicts; ``types.SimpleNamespace`` is an
@@ -156,9 +158,13 @@ def _siftup(heap, pos):
 
 
 def _a_list(f, heap):
+    """Python's TypeError for a heap that is no list (run plainly: no recursion into the rules)."""
     if type(heap) is not list:
-        f(heap)  # Python's TypeError
+        f(heap)
         raise TypeError(f"{f.__name__}() argument 1 must be list")
+
+
+nondifferentiable(_a_list)
 
 
 @_as_python(heapq.heappush)
@@ -180,6 +186,24 @@ def _heappop(heap):
     return item
 
 
+@_as_python(heapq.heappushpop)
+def _heappushpop(heap, item):
+    _a_list(heapq.heapify, heap)
+    if heap and heap[0] < item:
+        item, heap[0] = heap[0], item
+        _siftup(heap, 0)
+    return item
+
+
+@_as_python(heapq.heapreplace)
+def _heapreplace(heap, item):
+    _a_list(heapq.heapify, heap)
+    top = heap[0]
+    heap[0] = item
+    _siftup(heap, 0)
+    return top
+
+
 @_as_python(heapq.heapify)
 def _heapify(heap):
     _a_list(heapq.heapify, heap)
@@ -187,12 +211,14 @@ def _heapify(heap):
         _siftup(heap, i)
 
 
-@_as_python(heapq.nsmallest, keywords=("key",), note="as sorted(xs, key=key)[:n]; key gets no gradient")
+@_as_python(heapq.nsmallest, keywords=("key",),
+            note="as sorted(xs, key=key)[:n]; key gets no gradient")
 def _nsmallest(n, iterable, key=None):
     return sorted(iterable, key=key)[:n]
 
 
-@_as_python(heapq.nlargest, keywords=("key",), note="as sorted(xs, key=key, reverse=True)[:n]; key gets no gradient")
+@_as_python(heapq.nlargest, keywords=("key",),
+            note="as sorted(xs, key=key, reverse=True)[:n]; key gets no gradient")
 def _nlargest(n, iterable, key=None):
     return sorted(iterable, key=key, reverse=True)[:n]
 
@@ -207,7 +233,8 @@ def _insort_left(a, x, lo=0, hi=None, *, key=None):
     a.insert(bisect.bisect_left(a, x if key is None else key(x), lo, hi, key=key), x)
 
 
-changes_arguments(heapq.heappush, heapq.heappop, heapq.heapify, bisect.insort_right, bisect.insort_left)
+changes_arguments(heapq.heappush, heapq.heappop, heapq.heappushpop, heapq.heapreplace, heapq.heapify,
+                  bisect.insort_right, bisect.insort_left)
 nondifferentiable(bisect.bisect_left, bisect.bisect_right, list.index, list.count, tuple.index,
                   tuple.count, dict.keys, set.isdisjoint, set.issubset, set.issuperset,
                   frozenset.isdisjoint, frozenset.issubset, frozenset.issuperset, float.is_integer,
@@ -256,7 +283,8 @@ for _f, _ddof, _root in ((statistics.variance, 1, False), (statistics.stdev, 1, 
 @rule(dict.__new__)
 def _dict_new(cls, *args, **kw):
     """An empty dict of class ``cls``, whose ``__init__`` (``Counter``'s) then fills it."""
-    return dict.__new__(cls), lambda d: (None,) * (2 + len(args)) + (({k: None for k in kw},) if kw else ())
+    return dict.__new__(cls), lambda d: (None,) * (2 + len(args)) + (
+        ({k: None for k in kw},) if kw else ())
 
 
 rule(dict.__init__)(RULES[dict.update].fn)  # (dict.__init__(d, ...) is d.update(...))
@@ -266,7 +294,8 @@ def _setitem_of_subclasses(base):
     """``d[k] = v`` on a dict subclass whose ``__setitem__`` is C (``OrderedDict``,
     ``defaultdict``, ``Counter``) is a dict's; anything else goes on to ``base``."""
     def r(obj, k, v):
-        if isinstance(obj, dict) and type(getattr(type(obj), "__setitem__")) is not types.FunctionType:
+        own = getattr(type(obj), "__setitem__", None)
+        if isinstance(obj, dict) and type(own) is not types.FunctionType:
             check_changeable(obj)
             return _dict_write(obj, k, v)
         return base(obj, k, v)

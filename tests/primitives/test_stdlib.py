@@ -59,7 +59,9 @@ def _heap(xs):
     for v in xs:
         heapq.heappush(h, v * v)
     heapq.heapify(h)
-    return heapq.heappop(h) * 3.0 + heapq.heappop(h) + h[0]
+    a = heapq.heappushpop(h, xs[0] * 0.5) + heapq.heappushpop(h, 9.0) * xs[1]
+    b = heapq.heapreplace(h, xs[2] * 2.0)
+    return heapq.heappop(h) * 3.0 + heapq.heappop(h) + h[0] + a * 5.0 + b * b
 
 
 def _heapify_arg(h):
@@ -88,6 +90,7 @@ def _collections(x, y):
     dd["c"] *= y                            # a missing key: default_factory() stored first
     c = collections.Counter({"a": x}) + collections.Counter(b=y)
     cm = collections.ChainMap({"a": x}, {"b": y})
+    cm["b"] = cm["b"] * x + cm["a"]
     ns = types.SimpleNamespace(a=x, b=2.0)
     ns.b = ns.a * y
     return od["c"] + od["b"] + dd["b"] + dd["c"] + c["a"] * c["b"] + c["z"] + cm["b"] + ns.b
@@ -133,6 +136,8 @@ def test_errors_are_pythons():
         bytegrad.gradient(lambda x: functools.reduce(operator.add, []) + x, 1.0)
     with pytest.raises(ValueError, match="islice"):
         bytegrad.gradient(lambda x: sum(itertools.islice([x], -1)), 1.0)
+    with pytest.raises(TypeError, match="must be list"):
+        bytegrad.gradient(lambda x: heapq.heappush((x,), 1.0), 1.0)
 
 
 @pytest.mark.parametrize("f", [
