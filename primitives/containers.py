@@ -61,8 +61,9 @@ def _scalar_index(x, k):
 
 @rule(op.getitem)
 def _getitem(x, k):
-    if isinstance(x, dict) and type(x) is not dict and k not in x:
-        return _missing(x, k)
+    if isinstance(x, dict) and type(x) is not dict and type(x).__getitem__ is dict.__getitem__ \
+            and k not in x:
+        return missing(x, k)
     y = x[k]
     t = type(x)
     if t is not tuple and isinstance(x, tuple):  # a named tuple's gradient is a tuple
@@ -100,15 +101,15 @@ def set_grad(items, gs):
     return g or None
 
 
-def _missing(d, k):
+def missing(d, k):
     """``d[k]`` for a key that the dict subclass ``d`` lacks: its Python ``__missing__``
     differentiated (``Counter``'s gives 0); a ``defaultdict`` stores ``default_factory()``
     there first, a change in place like ``d[k] = v``."""
-    missing = getattr(type(d), "__missing__", None)
-    if type(missing) is types.FunctionType:
-        return forward(missing, d, k)
+    own = getattr(type(d), "__missing__", None)
+    if type(own) is types.FunctionType:
+        return forward(own, d, k)
     if not isinstance(d, collections.defaultdict) or d.default_factory is None:
-        return d[k], nograd(2)  # Python's KeyError
+        return dict.__getitem__(d, k), nograd(2)  # Python's KeyError
     check_changeable(d)
     sh = current()
     _, undo = forward(op.setitem, d, k, d.default_factory())

@@ -35,7 +35,7 @@ from ..runtime.errors import user_location
 from ..runtime.forward import forward
 from ..runtime.mutation import watch_kind
 from ..runtime.rules import RULES, changes_arguments, nograd, nondifferentiable, rule
-from .containers import check_changeable
+from .containers import check_changeable, missing
 from .math import items, mirror
 from .mutation import _dict_write
 
@@ -303,6 +303,26 @@ def _setitem_of_subclasses(base):
 
 
 rule(op.setitem, override=True)(_setitem_of_subclasses(RULES[op.setitem].fn))
+
+
+def _checked(base):
+    """``base``, the rule of a dict method that changes the dict, after `check_changeable`."""
+    def r(d, *args, **kw):
+        check_changeable(d)
+        return base(d, *args, **kw)
+    return r
+
+
+for _f in (dict.update, dict.setdefault, dict.pop, dict.popitem, dict.clear):
+    rule(_f, override=True)(_checked(RULES[_f].fn))
+
+
+@rule(dict.__getitem__)
+def _dict_getitem(d, k):
+    """``dict.__getitem__(d, k)``, as ``super().__getitem__(k)`` in a dict subclass calls it."""
+    if k not in d:
+        return missing(d, k)
+    return dict.__getitem__(d, k), lambda g: (None, {k: g}, None)
 
 
 @rule(dict.fromkeys)

@@ -110,6 +110,15 @@ def _counter_argument(c):
     return c["x"] * c["y"] + c["missing"]
 
 
+class Lower(dict):
+    def __getitem__(self, k):
+        return 2 * super().__getitem__(k.lower())
+
+
+def test_a_dict_subclass_with_its_own_getitem():
+    assert bytegrad.gradient(lambda d: d["A"], Lower(a=1.5)) == ({"a": 2.0},)
+
+
 def test_dict_subclass_arguments():
     # x' = x + 2y; x' * y: d/dx = y, d/dy = 2y + x'; as passed: no "missing" key
     for d in (collections.Counter(x=0.3, y=2.0), collections.OrderedDict(x=0.3, y=2.0, missing=0.0)):
@@ -119,8 +128,9 @@ def test_dict_subclass_arguments():
     # from which the gradient of an argument changed in place is collected)
     dd = collections.defaultdict(float, x=0.3, y=2.0)
     assert bytegrad.gradient(lambda d: d["x"] * d["y"], dd) == ({"x": 2.0, "y": 0.3},)
-    with pytest.raises(NotImplementedError, match="passed in"):
-        bytegrad.gradient(_defaultdict_argument, dd)
+    for f in (_defaultdict_argument, lambda d: d.update(x=d["y"]) or d["x"], lambda d: d.pop("x") * d["y"]):
+        with pytest.raises(NotImplementedError, match="passed in"):
+            bytegrad.gradient(f, dd)
 
 
 @pytest.mark.parametrize("f, slope", [
