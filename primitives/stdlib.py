@@ -8,9 +8,11 @@ list); ``heapq.heappush``, ``heappop``, ``heappushpop``, ``heapreplace`` and ``h
 (CPython's algorithm, whose changes of the list are differentiated as any),
 ``nsmallest``/``nlargest`` (``sorted(xs, key=key)[:n]``, as documented), ``bisect.insort``
 (the position gets no gradient).  A ``defaultdict`` passed in (or made by a call run
-plainly) is refused when changed in place: see `containers.check_changeable`.  ``statistics.mean``, ``variance``,
-``stdev``, ``pvariance`` and ``pstdev`` have closed-form rules (the value is the library's,
-computed exactly); ``fmean`` runs through the transform.  Dict subclasses (``OrderedDict``,
+plainly) is refused when changed in place: see `containers.check_changeable`.
+``statistics.mean``, ``variance``, ``stdev``, ``pvariance``, ``pstdev``, ``geometric_mean``,
+``harmonic_mean`` (and ``math.sumprod``) have closed-form rules (the value is the
+library's, computed exactly); ``fmean``, ``median``, ``quantiles``, ``covariance`` and
+``correlation`` run through the transform.  Dict subclasses (``OrderedDict``,
 ``defaultdict``, ``Counter``) read and write as dicts; ``types.SimpleNamespace`` is an
 object whose gradient is a dict of its fields.  ``bisect``'s searches and ``index``/
 ``count`` of lists and tuples give positions and counts: no gradient.  ``collections.deque``
@@ -276,6 +278,44 @@ def _spread(f, ddof, root):
 for _f, _ddof, _root in ((statistics.variance, 1, False), (statistics.stdev, 1, True),
                          (statistics.pvariance, 0, False), (statistics.pstdev, 0, True)):
     rule(_f, note="closed form; the value is the library's")(_spread(_f, _ddof, _root))
+
+
+if hasattr(math, "sumprod"):  # (3.12: statistics.fmean with weights calls it)
+    @rule(math.sumprod)
+    def _sumprod(p, q):
+        vp, vq = list(items(p)), list(items(q))
+        y = math.sumprod(vp, vq)
+
+        def grad(a, mine, other, d):
+            return mirror(a, [None if _int(u) else d * v for u, v in zip(mine, other)])
+        return y, lambda d: (None, grad(p, vp, vq, d), grad(q, vq, vp, d))
+
+
+@rule(statistics.geometric_mean, note="closed form; positive data")
+def _geometric_mean(data):
+    v = list(items(data))
+    y = statistics.geometric_mean(v)
+    return y, lambda d: (None, mirror(data, [None if _int(x) else d * y / (len(v) * x) for x in v]))
+
+
+@rule(statistics.harmonic_mean, note="closed form; positive data (at a 0 the value 0 gets no gradient)")
+def _harmonic_mean(data, weights=None):
+    """H = W / S with W = sum(w), S = sum(w / x): dH/dx_i = W w_i / (S x_i)^2,
+    dH/dw_i = 1 / S - W / (S^2 x_i)."""
+    v = list(items(data))
+    w = [1] * len(v) if weights is None else list(items(weights))
+    y = statistics.harmonic_mean(v, None if weights is None else w)
+
+    def back(d):
+        if y == 0:
+            return None, None, None
+        total = math.fsum(w)
+        s = total / y
+        dx = [None if _int(x) else d * total * wi / (s * x) ** 2 for x, wi in zip(v, w)]
+        dw = None if weights is None else mirror(
+            weights, [None if _int(wi) else d * (1 / s - total / (s * s * x)) for x, wi in zip(v, w)])
+        return None, mirror(data, dx), dw
+    return y, back
 
 
 # ---- collections, types --------------------------------------------------------

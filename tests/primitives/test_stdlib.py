@@ -40,6 +40,14 @@ def L(xs):
     lambda xs: statistics.mean(L(xs)) + statistics.fmean(xs),
     lambda xs: statistics.variance(L(xs)) + statistics.stdev(L(xs), xbar=xs[0]),
     lambda xs: statistics.pvariance(L(xs), xs[1]) + statistics.pstdev(v for v in xs) + statistics.mean([1, xs[0]]),
+    lambda xs: statistics.median(L(xs)) + sum(statistics.quantiles(L(xs), n=4))
+    + statistics.fmean(L(xs), weights=[1.0, 2.0, 3.0, 4.0]),
+    lambda xs: statistics.geometric_mean(L(xs * xs)) + statistics.harmonic_mean(L(xs * xs))
+    + statistics.harmonic_mean(L(xs[:2] ** 2), weights=L(xs[2:] ** 2)),
+    lambda xs: statistics.covariance(L(xs[:2]) + [1.0], L(xs[2:]) + [3.0])
+    + statistics.correlation(L(xs[:3]), [1.0, 3.0, 2.0]),
+    lambda xs: collections.Counter({"a": xs[0], "b": xs[1]}).most_common(1)[0][1]
+    + (lambda c: (c.update({"a": xs[2]}), c["a"])[1])(collections.Counter({"a": xs[3]})),
     lambda xs: dict.fromkeys(["a", "b"], xs[0])["a"] * dict.fromkeys("c", xs[1])["c"],
     lambda xs: xs[0].__mul__(xs[1]) + float.__add__(float(xs[2]), 3.0) + xs[3].__rsub__(2.0),
     lambda xs: xs.__mul__(xs).sum() + float(xs[0]).__truediv__(xs[1]) + float(xs[2]).__neg__()
@@ -49,9 +57,14 @@ def test_differentiated(f):
     check_grad(f, XS)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 10), reason="itertools.pairwise")
 def test_pairwise():
     check_grad(lambda xs: sum(a * b for a, b in itertools.pairwise(L(xs))), XS)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="math.sumprod is new in 3.12")
+def test_sumprod():
+    import math
+    check_grad(lambda xs: math.sumprod(L(xs[:2]), tuple(xs[2:])) + math.sumprod(xs, [1, 2, 3, 4]), XS)
 
 
 def _heap(xs):
