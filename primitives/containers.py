@@ -6,6 +6,7 @@ loop over ``n`` elements costs O(n), not O(n²).
 """
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import operator as op
@@ -18,9 +19,9 @@ from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.errors import user_location
 from ..runtime.forward import forward, run_plain
-from ..runtime.mutation import Effect, wrapping
+from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
-from ..runtime.rules import nograd, nondifferentiable, rule, sparse_gradients
+from ..runtime.rules import effectful, nograd, nondifferentiable, rule, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -60,6 +61,9 @@ def _scalar_index(x, k):
 
 @rule(op.getitem)
 def _getitem(x, k):
+    if isinstance(x, dict) and type(x) is not dict and type(x).__getitem__ is dict.__getitem__ \
+            and k not in x:
+        return missing(x, k)
     y = x[k]
     t = type(x)
     if t is not tuple and isinstance(x, tuple):  # a named tuple's gradient is a tuple
@@ -82,11 +86,46 @@ def _getitem(x, k):
     getitem = getattr(t, "__getitem__", None)
     if type(getitem).__name__ == "function":
         return forward(getitem, x, k)
+    if getitem is dict.__getitem__:  # a dict subclass: OrderedDict, Counter
+        return y, lambda d: (None, {k: d}, None)
     return run_plain(lambda x, k: y, (x, k), {}, name=getitem)
 
 
+SETS = (set, frozenset)
+
+
+def set_grad(items, gs):
+    """The gradient of a set whose items (in iteration order) have the gradients ``gs``:
+    a dict from item to gradient, as a dict's is from key to gradient; None if all are zero."""
+    g = {x: gx for x, gx in zip(items, gs) if gx is not None}
+    return g or None
+
+
+def missing(d, k):
+    """``d[k]`` for a key that the dict subclass ``d`` lacks: its Python ``__missing__``
+    differentiated (``Counter``'s gives 0); a ``defaultdict`` stores ``default_factory()``
+    there first, a change in place like ``d[k] = v``."""
+    own = getattr(type(d), "__missing__", None)
+    if type(own) is types.FunctionType:
+        return forward(own, d, k)
+    if not isinstance(d, collections.defaultdict) or d.default_factory is None:
+        return dict.__getitem__(d, k), nograd(2)  # Python's KeyError
+    check_changeable(d)
+    sh = current()
+    _, undo = forward(op.setitem, d, k, d.default_factory())
+
+    def back(g):
+        sh.add(d, {k: g})
+        undo(None)
+        return None, None, None
+    return d[k], Effect(back)
+
+
 def items_like(seq, d):
-    """A gradient of the same kind as ``seq`` from the tuple of item gradients ``d``."""
+    """A gradient of the same kind as ``seq`` from the tuple of item gradients ``d``
+    (a set's: its items in its order)."""
+    if isinstance(seq, SETS):
+        return set_grad(seq, d)
     if isinstance(seq, np.ndarray):
         rows = [np.zeros(seq.shape[1:], seq.dtype) if g is None else g for g in d]
         return np.stack(rows) if rows else np.zeros_like(seq)
@@ -140,6 +179,9 @@ class IndexIter:
 def _iter(xs, *sentinel):
     if not sentinel and type(xs) in (list, tuple, np.ndarray) and is_differentiable(xs):
         return IndexIter(xs), lambda d: (None, d)
+    if not sentinel and type(xs) in SETS and is_differentiable(xs):
+        items = tuple(xs)  # iterated as a tuple, in the set's order
+        return IndexIter(items), lambda d: (None, set_grad(items, d))
     return iter(xs, *sentinel), nograd(1 + len(sentinel))
 
 
@@ -361,7 +403,7 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   bool, callable, hasattr, slice, any, all,
                   ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
                   ops.import_name, ops.import_from, ops.not_contains, ops.store_global,
-                  ops.delete_global, ops.build_set, ops.set_add, ops.set_update,
+                  ops.delete_global,
                   ops.match_sequence, ops.match_mapping,
                   np.shape, np.ndim, np.size)
 
@@ -373,7 +415,7 @@ def _bound(x, name):
     return ops.bound(x, name), lambda d: (None, d, None)
 
 
-def _merge_rule(merge):
+def merge_rule(merge):
     def r(m, other):
         before = set(m)
         y = merge(m, other)
@@ -383,7 +425,7 @@ def _merge_rule(merge):
 
 
 for _merge in (ops.dict_update, ops.dict_merge):
-    rule(_merge)(_merge_rule(_merge))
+    rule(_merge)(merge_rule(_merge))
 nondifferentiable(ops.cell_delete)
 
 
@@ -395,7 +437,7 @@ def _constructor(ctor):
         src = xs[0]
         if isinstance(src, dict):  # list(d) is its keys
             return y, nograd(1)
-        return y, lambda d: (None, items_like(src, d) if isinstance(src, (list, tuple, np.ndarray))
+        return y, lambda d: (None, items_like(src, d) if isinstance(src, (list, tuple, np.ndarray, *SETS))
                              else None)
     return r
 
@@ -404,23 +446,71 @@ for _ctor in (list, tuple):
     rule(_ctor)(_constructor(_ctor))
 
 
-@rule(dict)
-def _dict_ctor(*xs, **kw):
-    src = xs[0] if xs else None
-    if src is not None and not isinstance(src, dict):
-        src = [tuple(p) for p in src]  # pairs: a later pair of a key overwrites an earlier one
-        last = {k: i for i, (k, _) in enumerate(src)}
-    y = dict(*(() if src is None else (src,)), **kw)
+def _mapping(make, lead=0):
+    """The rule of the dict constructor ``make`` (``dict``, ``OrderedDict``, ``defaultdict``,
+    whose ``lead`` first arguments, a default factory, carry no gradient)."""
+    def r(*args, **kw):
+        head, xs = args[:lead], args[lead:]
+        src = xs[0] if xs else None
+        if src is not None and not isinstance(src, dict):
+            src = [tuple(p) for p in src]  # pairs: a later pair of a key overwrites an earlier one
+            last = {k: i for i, (k, _) in enumerate(src)}
+        y = make(*head, *(() if src is None else (src,)), **kw)
 
-    def back(d):
-        d = d or {}
-        if isinstance(src, dict):
-            dsrc = {k: d.get(k) for k in src if k not in kw}
-        elif src is not None:
-            dsrc = [(None, d.get(k) if last[k] == i and k not in kw else None)
-                    for i, (k, _) in enumerate(src)]
-        return (None,) + ((dsrc,) if xs else ()) + (({k: d.get(k) for k in kw},) if kw else ())
-    return y, back
+        def back(d):
+            d = d or {}
+            if isinstance(src, dict):
+                dsrc = {k: d.get(k) for k in src if k not in kw}
+            elif src is not None:
+                dsrc = [(None, d.get(k) if last[k] == i and k not in kw else None)
+                        for i, (k, _) in enumerate(src)]
+            return (None,) * (1 + lead) + ((dsrc,) if xs else ()) + \
+                (({k: d.get(k) for k in kw},) if kw else ())
+        return y, back
+    return r
+
+
+def _made(make, lead=0):
+    """``_mapping(make)`` for a dict subclass without fields, whose objects are recorded
+    as made in this gradient call (`check_changeable`)."""
+    base = _mapping(make, lead)
+
+    def r(*args, **kw):
+        y, back = base(*args, **kw)
+        sh = current()
+        if getattr(_MADE, "shadow", None) is not sh:  # a new gradient call: forget the last's
+            _MADE.shadow, _MADE.objects = sh, {}
+        _MADE.objects[id(y)] = y
+        return y, back
+    return r
+
+
+_MADE = threading.local()  # the defaultdicts made in this thread's gradient call
+
+
+def check_changeable(d):
+    """Refuse to change in place a dict subclass without fields (``defaultdict``) that
+    was not made by a constructor call bytegrad saw: the gradient of an argument changed in
+    place is collected from its fields, which it lacks."""
+    if type(d) is dict or getattr(d, "__dict__", None) is not None or \
+            getattr(_MADE, "shadow", None) is current() and id(d) in _MADE.objects:
+        return
+    file, line = user_location()
+    name = type(d).__name__
+    raise NotImplementedError(
+        f"{file}:{line}: changing in place a {name} that was passed in (or made by a call "
+        f"bytegrad ran plainly, such as a locally imported name) is not differentiated yet; "
+        f"make it with collections.{name}(...) named at module level, or use a dict "
+        f"(d[k] = d.get(k, 0.0) + v)")
+
+
+rule(dict)(_mapping(dict))
+rule(collections.OrderedDict)(_mapping(collections.OrderedDict))
+rule(collections.defaultdict, note="changed in place only when made by a call of collections.defaultdict "
+     "in the differentiated code; else refused")(_made(collections.defaultdict, lead=1))
+effectful(collections.defaultdict)  # (always run, so that what it made is known)
+watch_kind(collections.OrderedDict)
+watch_kind(collections.defaultdict)
 
 
 @rule(super)

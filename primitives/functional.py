@@ -63,10 +63,10 @@ def grad_at(xs, at, gs):
     """The gradient of the iterable ``xs`` whose items at positions ``at`` (in the
     sequence under an `IndexIter`, else counted from 0) had the gradients ``gs`` (None
     for zero) when a rule consumed them: a list, tuple or array for one, the gradient
-    of the sequence under an `IndexIter`, None for any other iterable or when every
+    of the sequence under an `IndexIter`, a set's (items in its order), None for any other iterable or when every
     ``gs`` is None."""
     seq = xs.xs if type(xs) is IndexIter else xs
-    if not isinstance(seq, (list, tuple, np.ndarray)):
+    if not isinstance(seq, (list, tuple, np.ndarray, set, frozenset)):
         return None
     full = [None] * len(seq)
     for i, g in zip(at, gs):

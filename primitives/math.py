@@ -31,7 +31,7 @@ from ._frozen import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
 from ._util import conj, unbroadcast as ub
-from .containers import IndexIter
+from .containers import SETS, IndexIter, set_grad
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRTPI = 2.0 / math.sqrt(math.pi)
@@ -257,6 +257,8 @@ def mirror(xs, gs):
         return gs
     if isinstance(xs, tuple):
         return tuple(gs)
+    if isinstance(xs, SETS):  # gs in the set's order (`items`)
+        return set_grad(xs, gs)
     if isinstance(xs, np.ndarray):
         if xs.dtype.kind not in "fc":
             return None

@@ -231,8 +231,8 @@ def _abs(a):
 
 
 nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, op.not_,
-                  op.contains, op.truth, op.invert, op.and_, op.or_, op.xor, op.lshift,
-                  op.rshift, op.iand, op.ior, op.ixor, op.ilshift, op.irshift)
+                  op.contains, op.truth, op.invert, op.lshift, op.rshift, op.ilshift,
+                  op.irshift)  # (| & ^ and their in-place forms: sets.py)
 
 
 for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
