@@ -1,16 +1,22 @@
 """docs/python.md is generated from the rule registry and must match it."""
-import pytest
-
 from bytegrad.primitives import python_coverage
 
 
+def _names(page):
+    return {line for line in page.splitlines() if line.startswith("|") or "`" in line}
+
+
 def test_python_coverage_page_is_current():
+    """On the version the page was made on, it is exactly what the registry gives; on
+    another, every line both versions have is the same (their modules' names differ)."""
     with open(python_coverage.path()) as f:
         on_disk = f.read()
-    if f"on CPython {python_coverage.version()}" not in on_disk:
-        pytest.skip("docs/python.md lists another CPython version's names")
-    assert on_disk == python_coverage.render(), \
-        "docs/python.md is stale: run `python -m bytegrad.primitives.python_coverage`"
+    page = python_coverage.render()
+    if f"on CPython {python_coverage.version()}" in on_disk:
+        assert on_disk == page, "docs/python.md is stale: run `python -m bytegrad.primitives.python_coverage`"
+    else:
+        shared = _names(on_disk) & _names(page)
+        assert len(shared) > 0.8 * len(_names(page)), "docs/python.md is stale for this version too"
 
 
 def test_the_page_classifies_the_standard_library():
