@@ -16,7 +16,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
 from .binding import call_with_keywords
-from .cache import Cache
+from .cache import Cache, still_decided
 from .errors import NoRuleError, user_location
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
@@ -69,7 +69,7 @@ class Compiled:
 
     def __init__(self, code, reading, wrt=None):
         self.stages = transform(lift(code), _Hooks, reading, wrt)
-        self.decided = reading.decided()
+        self.still_decided = still_decided(reading.decided())
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
