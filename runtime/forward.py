@@ -43,25 +43,25 @@ class _Hooks:
     watching = WATCH
 
 
-class Pullback(mutation.Always):
-    """The pullback of one call of a transformed function: its tape and its adjoint.
+class Pullback(tuple, mutation.Always):
+    """The pullback of one call of a transformed function: ``Pullback((adjoint, tape,
+    unbind))`` (a tuple: made without a Python ``__init__``, once per call).
 
     ``back(dy)`` returns ``(d_callee, d_arg1, …)``; it may be called many times.
     """
 
-    __slots__ = ("adjoint", "tape", "unbind")
-
-    def __init__(self, adjoint, tape, unbind=None):
-        self.adjoint, self.tape, self.unbind = adjoint, tape, unbind
+    __slots__ = ()
 
     def __call__(self, dy):
         """``dy`` may be None: the callee may have stored into a cell whose gradient
         is waiting in the shadow."""
-        g = self.adjoint(reversed(self.tape).__next__, dy)
-        return g if self.unbind is None else self.unbind(g)
+        adjoint, tape, unbind = self
+        g = adjoint(reversed(tape).__next__, dy)
+        return g if unbind is None else unbind(g)
 
     def __repr__(self):
-        return f"<Pullback {self.adjoint.__code__.co_name[len('adjoint_'):]}: {len(self.tape)} entries>"
+        adjoint, tape, _ = self
+        return f"<Pullback {adjoint.__code__.co_name[len('adjoint_'):]}: {len(tape)} entries>"
 
 
 class Compiled:
@@ -73,8 +73,9 @@ class Compiled:
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
-        self.simple = not (m.varargs or m.varkw or code.co_kwonlyargcount)
-        self.nargs = code.co_argcount
+        # how many arguments given by position alone are the entry arguments as they are
+        # (-1: none are, *args, **kw or keyword-only parameters need binding)
+        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount
 
 
 _CACHE = Cache(Compiled)
@@ -162,21 +163,21 @@ def _entry_names(code):
 def call_function(f, args, kw, wrt=None):
     """``forward`` of Python function ``f``; with ``wrt``, of the version where only
     those entry arguments are active."""
-    c, params, unbind = _prepare(f, args, kw, wrt)
+    return _call(f, _CACHE.get(f.__code__, f.__globals__, wrt), args, kw)
+
+
+def _call(f, c, args, kw):
+    """``forward`` of Python function ``f`` through its transformed code ``c``."""
+    if kw or len(args) != c.arity:
+        params, unbind = _bind(f, args, kw)
+    else:
+        params, unbind = args, None
+    # a function per call, so that no cache entry keeps a globals dict alive
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-    return _pulled(y, c, tape, unbind)
+    return _pulled(y, Pullback((c.adjoint, tape, unbind)))
 
 
-def _prepare(f, args, kw, wrt):
-    """``(compiled, entry arguments, unbind)`` for a call of Python function ``f``."""
-    c = _CACHE.get(f.__code__, f.__globals__, wrt)
-    if kw or not c.simple or len(args) != c.nargs:
-        return (c, *_bind(f, args, kw))
-    return c, args, None
-
-
-def _pulled(y, c, tape, unbind):
-    pb = Pullback(c.adjoint, tape, unbind)
+def _pulled(y, pb):
     if WATCH.all:  # something was mutated: the result may hold it
         sh = current()
         if sh.holds_mutated(y):
@@ -205,11 +206,14 @@ def forward(f, /, *args, **kw):
         if r.nondiff:
             return f(*args, **kw), nograd(len(args))
     t = type(f)
-    if t is types.FunctionType:  # call_function, inline: one frame per level of recursion
-        c, params, unbind = _prepare(f, args, kw, None)
-        # a function per call, so that no cache entry keeps a globals dict alive
-        y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-        return _pulled(y, c, tape, unbind)
+    if t is types.FunctionType:
+        c = _CACHE.get(f.__code__, f.__globals__)
+        if kw or len(args) != c.arity:  # keywords, defaults or *args to bind
+            return _call(f, c, args, kw)
+        # `_call`, inline for the plain call: one frame per level of recursion
+        y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *args)
+        pb = Pullback((c.adjoint, tape, None))
+        return _pulled(y, pb) if WATCH.all else (y, pb)
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)
