@@ -342,8 +342,13 @@ def _extremum(f):
         if x is None and not _given(initial):
             return y, nograd(n + 1)
         _no_out(_arg(args, kw, 1, "out"), name)
+        whole = type(a) is np.ndarray and a.dtype.kind == "f" and a.ndim and not args and not kw
 
         def back(dy):
+            if whole and type(dy) in _REALS:  # np.max(x) of a real array: one maximum?
+                mask = a == y  # (a NaN result equals nothing: the general way below)
+                if np.count_nonzero(mask) == 1:  # _share's result, without its steps
+                    return None, np.multiply(mask, dy, dtype=a.dtype)
             xa = np.asarray(a)
             axes = _axes(_arg(args, kw, 0, "axis"), xa.ndim)
             ks = _kshape(xa.shape, axes)

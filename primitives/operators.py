@@ -66,7 +66,17 @@ def _sum_back(a, b, sign, y):
     a, b = light(a), light(b)
     fa, fb = active(a), active(b)
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
-                          (lambda: ub(b, d if sign > 0 else -d)) if fb else None)
+                          (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
+
+
+def _minus(b, d):
+    """``ub(b, -d)``, the gradient of ``b`` in ``a - b``: negated after it is summed back
+    to ``b``'s shape (exactly the same numbers), so that ``x - m`` for a scalar ``m``
+    negates one number rather than an array; a list or tuple ``b`` is negated before."""
+    if type(b) is list or type(b) is tuple:
+        return ub(b, -d)
+    g = ub(b, d)
+    return None if g is None else -g
 
 
 def _as(x, y) -> bool:

@@ -201,6 +201,26 @@ def test_nan_maximum_routes_gradient_to_nan():
     assert np.array_equal(g, [0, 1, 0])
 
 
+def test_whole_extremum_of_one_maximum_and_of_ties():
+    """``np.max(x)`` of a real array takes a short way when one element is the maximum
+    (any dtype, any seed); ties, a NaN or a 0-d array take the general one."""
+    x = np.array([[0.5, -2.0, 3.5], [1.0, 3.0, -0.25]])
+    for dtype in (np.float64, np.float32):
+        for dy in (2.5, -0.75):
+            xd = x.astype(dtype)
+            _, back = bytegrad.pullback(lambda x: np.max(x) * 1.0, xd)
+            g = back(dy)[0]
+            assert g.dtype == dtype and g.tolist() == [[0, 0, dy], [0, 0, 0]]
+            _, back = bytegrad.pullback(lambda x: np.min(x) * 1.0, xd[0])
+            assert back(dy)[0].tolist() == [0, dy, 0]
+    tied = np.array([3.5, 1.0, 3.5])
+    assert bytegrad.gradient(lambda x: np.max(x), tied)[0].tolist() == [0.5, 0, 0.5]
+    g = bytegrad.gradient(lambda x: np.max(x), np.array([np.nan, 1.0]))[0]
+    assert g.tolist() == [1, 0]
+    g = bytegrad.gradient(lambda x: np.max(x), np.array(2.0))[0]
+    assert type(g) is np.ndarray and g.shape == () and g == 1.0
+
+
 def _exp(x):
     return np.exp(x)
 
