@@ -201,6 +201,19 @@ def test_nan_maximum_routes_gradient_to_nan():
     assert np.array_equal(g, [0, 1, 0])
 
 
+def test_whole_array_reductions_give_numpys_value_and_type():
+    """A reduction of a whole plain array is computed by the ufunc's reduce (NumPy's
+    wrapper without its dispatch): the same value and type, small ints widened by sum."""
+    for x in (np.arange(5, dtype=np.int32), np.array([True, False, True]),
+              np.arange(4, dtype=np.uint8), np.linspace(-1, 2, 7, dtype=np.float32),
+              np.array(2.5), np.ones((2, 3))):
+        for f in (np.sum, np.max, np.min):
+            y, _ = rule_for(f)(x)
+            assert type(y) is type(f(x)) and y == f(x), (f, x.dtype)
+    with pytest.raises(ValueError):
+        rule_for(np.max)(np.array([]))
+
+
 def test_whole_extremum_of_one_maximum_and_of_ties():
     """``np.max(x)`` of a real array takes a short way when one element is the maximum
     (any dtype, any seed); ties, a NaN or a 0-d array take the general one."""
