@@ -88,7 +88,8 @@ def still_decided(decided):
 
 class Cache:
     """Transforms by ``(code identity, variant)``; ``make(code, reading)`` makes one, and
-    the result must have ``code`` (a weak reference) and ``still_decided`` attributes."""
+    the result must have ``code`` (a weak reference) and ``still_decided`` attributes.
+    (`forward.forward` repeats the lookup of `get` inline for the plain variant.)"""
 
     def __init__(self, make):
         self.make, self.entries = make, {}
