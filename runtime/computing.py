@@ -9,9 +9,10 @@ frees everything that is not in a cycle; cycles the user's code makes are collec
 once the computation is over.  It is left off if it was off.
 
 **The recursion limit is scaled.**  One level of a user's recursion runs as two frames
-going forward (``forward`` and the transformed function) and three counted calls going
-back (the pullback object's call and the adjoint), so while a computation runs the limit
-is `FRAMES` times the user's: a recursion reaches the depth the plain call reaches.  Those
+going forward (``forward`` and the transformed function) and two counted calls going
+back (the pullback, a partial, and the adjoint it calls); a call that binds keywords or
+defaults, three each way (``_call``; the pullback's ``__call__``).  So while a
+computation runs the limit is `FRAMES` times the user's: a recursion reaches the depth the plain call reaches.  Those
 calls also use the C stack (a plain recursion of Python functions does not), so the
 limit is scaled only where the stack holds the scaled depth with room to spare
 (`_levels`: the main thread, under its stack's size); elsewhere (a raised limit, another

@@ -7,6 +7,7 @@ tape; its `Pullback` runs the compiled adjoint over that tape.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -43,25 +44,31 @@ class _Hooks:
     watching = WATCH
 
 
-class Pullback(tuple, mutation.Always):
-    """The pullback of one call of a transformed function: ``Pullback((adjoint, tape,
-    unbind))`` (a tuple: made without a Python ``__init__``, once per call).
+class Pullback(functools.partial, mutation.Always):
+    """The pullback of one call of a transformed function: ``Pullback(adjoint, tape)``,
+    the adjoint with its tape bound (a partial: calling it runs the adjoint with no
+    Python frame in between, which a recursion pays at every level).
 
     ``back(dy)`` returns ``(d_callee, d_arg1, …)``; it may be called many times.
+    ``dy`` may be None: the callee may have stored into a cell whose gradient is
+    waiting in the shadow.
     """
 
     __slots__ = ()
 
-    def __call__(self, dy):
-        """``dy`` may be None: the callee may have stored into a cell whose gradient
-        is waiting in the shadow."""
-        adjoint, tape, unbind = self
-        g = adjoint(reversed(tape).__next__, dy)
-        return g if unbind is None else unbind(g)
-
     def __repr__(self):
-        adjoint, tape, _ = self
-        return f"<Pullback {adjoint.__code__.co_name[len('adjoint_'):]}: {len(tape)} entries>"
+        return f"<Pullback {self.func.__code__.co_name[len('adjoint_'):]}: {len(self.args[0])} entries>"
+
+
+class Unbinding(Pullback):
+    """``Unbinding(adjoint, tape, unbind)``: the `Pullback` of a call that bound keywords,
+    defaults or ``*args``, whose gradients ``unbind`` maps back to the call's arguments."""
+
+    __slots__ = ()
+
+    def __call__(self, dy):
+        tape, unbind = self.args
+        return unbind(self.func(tape, dy))
 
 
 class Compiled:
@@ -174,7 +181,7 @@ def _call(f, c, args, kw):
         params, unbind = args, None
     # a function per call, so that no cache entry keeps a globals dict alive
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-    return _pulled(y, Pullback((c.adjoint, tape, unbind)))
+    return _pulled(y, Pullback(c.adjoint, tape) if unbind is None else Unbinding(c.adjoint, tape, unbind))
 
 
 def _pulled(y, pb):
@@ -219,7 +226,7 @@ def forward(f, /, *args, **kw):
             return _call(f, c, args, kw)
         # `_call`, inline for the plain call: one frame per level of recursion
         y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *args)
-        pb = Pullback((c.adjoint, tape, None))
+        pb = Pullback(c.adjoint, tape)
         return _pulled(y, pb) if WATCH.all else (y, pb)
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)

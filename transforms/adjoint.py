@@ -1,7 +1,8 @@
 """The adjoint pass: run the recorded pullbacks backwards, accumulating gradients.
 
-The adjoint of ``f`` takes ``(pop, dy)``: ``pop()`` yields the tape's entries
-last first.  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
+The adjoint of ``f`` takes ``(tape, dy)`` and pops the tape's entries, last first,
+with ``pop = reversed(tape).__next__`` (so that a pullback can be the adjoint with its
+tape bound, calling it without a frame of its own).  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
 every use adds into it, and its defining statement's pullback consumes it and
 resets it to None, so loops need no SSA gradients.  Blocks are visited
 backwards; where the forward pass recorded which edge it took, the adjoint
@@ -14,33 +15,35 @@ the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
     ...     return np.dot(x, x) * 2.0
     >>> print(bytegrad.stages(f).adjoint)
     1: (%1, %2)
+      %3 = reversed(%1)
+      %4 = getattr(%3, '__next__')
       @g1 = ops.identity(None)
       @g2 = ops.identity(None)
       @g4 = ops.identity(None)
       @g5 = ops.identity(None)
       @g5 = ops.identity(%2)
-      %3 = taped.mul_back(%1, @g5)                   # line 2
+      %5 = taped.mul_back(%4, @g5)                   # line 2
       @g5 = ops.identity(None)                       # line 2
-      %4 = operator.getitem(%3, 1)                   # line 2
-      @g4 = ops.identity(%4)                         # line 2
-      %5 = %1()                                      # line 2
-      %6 = operator.is_not(@g4, None)                # line 2
-      br 4 unless %6
+      %6 = operator.getitem(%5, 1)                   # line 2
+      @g4 = ops.identity(%6)                         # line 2
+      %7 = %4()                                      # line 2
+      %8 = operator.is_not(@g4, None)                # line 2
+      br 4 unless %8
       br 3
     2:
-      %7 = ops.build_tuple(@g1, @g2)
-      return %7
+      %9 = ops.build_tuple(@g1, @g2)
+      return %9
     3:
-      %8 = %5(@g4)                                   # line 2
+      %10 = %7(@g4)                                  # line 2
       @g4 = ops.identity(None)                       # line 2
-      %9 = operator.getitem(%8, 1)                   # line 2
-      @g2 = algebra.accum(@g2, %9)                   # line 2
-      %10 = operator.getitem(%8, 2)                  # line 2
-      @g2 = algebra.accum(@g2, %10)                  # line 2
+      %11 = operator.getitem(%10, 1)                 # line 2
+      @g2 = algebra.accum(@g2, %11)                  # line 2
+      %12 = operator.getitem(%10, 2)                 # line 2
+      @g2 = algebra.accum(@g2, %12)                  # line 2
       br 2
     4:
-      %11 = mutation.runs_without_gradient(%5)       # line 2
-      br 2 unless %11
+      %13 = mutation.runs_without_gradient(%7)       # line 2
+      br 2 unless %13
       br 3
 """
 from __future__ import annotations
@@ -67,7 +70,7 @@ class _Adjoint:
                      for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
-        self.pop = self.adj.argument(0)
+        self.tape = self.adj.argument(0)
         self.dy = self.adj.argument(0)
         # in the order of definition, not of the variables' addresses: the same code every run
         self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
@@ -189,6 +192,7 @@ class _Adjoint:
     def run(self):
         ir = self.ir
         self.cur = 0
+        self.pop = self.emit(getattr, self.emit(reversed, self.tape), "__next__")
         for s in self.slots.values():
             self.emit(ops.identity, None, dest=s)
         r = return_block(ir)
