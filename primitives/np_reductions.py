@@ -30,7 +30,7 @@ from ._frozen import np
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule
 from . import buffers
-from ._util import unbroadcast
+from ._util import light, unbroadcast
 
 _NV = np._NoValue
 _NONES = [(None,) * n for n in range(12)]
@@ -229,11 +229,11 @@ def _mean(a, *args, **kw):
     if x is None:
         return y, nograd(n + 1)
     _no_out(_arg(args, kw, 2, "out"), "mean")
-    whole = not args and not kw and x is a
+    if not args and not kw and x is a:  # the common np.mean(x): each element gets dy / x.size
+        like, size = light(x), x.size or 1  # (the pullback holds no array)
+        return y, lambda dy: (None, _spread(_real_for(dy, like) / size, like))
 
     def back(dy):
-        if whole:  # the common np.mean(x): each element gets dy / x.size
-            return None, _spread(_real_for(dy, x) / (x.size or 1), x)
         axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
         d = _dy(dy, x, _kshape(x.shape, axes))
         w = _mask(kw.get("where", True), x)

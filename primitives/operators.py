@@ -213,7 +213,8 @@ def _pow(a, b, *mod):
     y = a ** b
     if type(a) in _FLOATS and type(b) is int:
         return y, lambda d: (None, d * b * a ** (b - 1) if b else d * 0.0, None)
-    return y, lambda d: pow_grads(a, b, y, d)
+    y_b = y if active(b) else None  # (only the exponent's gradient needs y: not kept for x ** 2)
+    return y, lambda d: pow_grads(a, b, y_b, d)
 
 
 @rule(op.matmul)

@@ -201,6 +201,19 @@ def test_nan_maximum_routes_gradient_to_nan():
     assert np.array_equal(g, [0, 1, 0])
 
 
+def test_mean_of_a_whole_array_keeps_no_array():
+    import gc
+    import weakref
+    a = np.arange(6.0).reshape(2, 3).astype(np.float32)
+    y, back = rule_for(np.mean)(a)
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None
+    g = back(1.5)[1]
+    assert g.dtype == np.float32 and g.shape == (2, 3) and np.all(g == np.float32(0.25))
+
+
 def test_whole_array_reductions_give_numpys_value_and_type():
     """A reduction of a whole plain array is computed by the ufunc's reduce (NumPy's
     wrapper without its dispatch): the same value and type, small ints widened by sum."""
