@@ -351,10 +351,10 @@ def _extremum(f, reduce):
         if x is None and not _given(initial):
             return y, nograd(n + 1)
         _no_out(_arg(args, kw, 1, "out"), name)
-        whole = whole and a.dtype.kind == "f" and a.ndim
+        real = whole and a.dtype.kind == "f" and a.ndim
 
         def back(dy):
-            if whole and type(dy) in _REALS:  # np.max(x) of a real array: one maximum?
+            if real and type(dy) in _REALS:  # np.max(x) of a real array: one maximum?
                 mask = a == y  # (a NaN result equals nothing: the general way below)
                 if np.count_nonzero(mask) == 1:  # _share's result, without its steps
                     return None, np.multiply(mask, dy, dtype=a.dtype)

@@ -1,14 +1,14 @@
 """The adjoint pass: run the recorded pullbacks backwards, accumulating gradients.
 
-The adjoint of ``f`` takes ``(tape, dy)`` and pops the tape's entries, last first,
-with ``pop = reversed(tape).__next__`` (so that a pullback can be the adjoint with its
-tape bound, calling it without a frame of its own).  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
-every use adds into it, and its defining statement's pullback consumes it and
-resets it to None, so loops need no SSA gradients.  Blocks are visited
-backwards; where the forward pass recorded which edge it took, the adjoint
-pops that number to pick the way back.  A statement whose values are on the tape
-is one call, ``back(pop, @gv)``, which pops them and tests for a gradient itself.  For
-the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
+The adjoint of ``f`` takes ``(tape, dy)`` and pops the tape's entries, last first, with
+``pop = reversed(tape).__next__`` (so that a pullback can be the adjoint with its tape
+bound, calling it without a frame of its own).  Each active primal variable ``%v`` owns a
+gradient slot ``@gv``: every use adds into it, and its defining statement's pullback
+consumes it and resets it to None, so loops need no SSA gradients.  Blocks are visited
+backwards; where the forward pass recorded which edge it took, the adjoint pops that
+number to pick the way back.  A statement whose values are on the tape is one call,
+``back(pop, @gv)``, which pops them and tests for a gradient itself.  For the ``f`` of
+the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
 
     >>> import bytegrad, numpy as np
     >>> def f(x):
