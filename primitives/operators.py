@@ -20,6 +20,7 @@ from ._frozen import np
 
 from ..runtime.algebra import accum
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule
+from . import buffers
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
 from .mutation import in_place
 from .np_linalg import matmul_thunks
@@ -193,8 +194,8 @@ def pow_grads(a, b, y, d, power=None):
                 return ub(a, d * 1)
             if b2 == 2:
                 if type(a2) is np.ndarray and a2.dtype.kind == "f" and np.shape(d) == a2.shape:
-                    g = a2 * 2.0  # one temporary, scaled in place
-                    g *= d
+                    g = np.multiply(a2, 2.0, out=buffers.empty(a2.shape, a2.dtype))
+                    g *= d  # (one array, from the cache of large ones, scaled in place)
                     return ub(a, g)
                 return ub(a, d * conj(a2 + a2))
             return ub(a, d * conj(b2 * pw(a2, b2 - 1)))
