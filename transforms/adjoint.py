@@ -37,7 +37,7 @@ the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       %10 = %7(@g4)                                  # line 2
       @g4 = ops.identity(None)                       # line 2
       %11 = operator.getitem(%10, 1)                 # line 2
-      @g2 = algebra.accum(@g2, %11)                  # line 2
+      @g2 = ops.identity(%11)                        # line 2
       %12 = operator.getitem(%10, 2)                 # line 2
       @g2 = algebra.accum(@g2, %12)                  # line 2
       br 2
@@ -51,7 +51,7 @@ from __future__ import annotations
 import operator
 
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
-from ..ir.cfg import flow, incoming
+from ..ir.cfg import CFG, flow, incoming
 from ..ir.simplify import simplify
 from .register import recorded, taped_call
 from .returns import return_block
@@ -233,6 +233,53 @@ def may_be_sparse(ir, sparse) -> set:
     return flow(ir, out, backward=True)
 
 
+def first_into_empty(adj, accum) -> IR:
+    """``@s = accum(@s, g)`` where ``@s`` is None on every path to it becomes
+    ``@s = ops.identity(g)`` (``accum(None, g)`` is ``g``): a call less for the first
+    gradient a slot receives, at every call of the adjoint.  Which slots are empty at
+    each block's start is a forward dataflow over the adjoint's edges (sets of slots
+    as bits of an int, so that a long function's thousands of blocks cost little):
+    all are after the entry's initialisations, and a slot stays empty until a
+    statement assigns it anything but None."""
+    cfg = CFG.of(adj)
+    bit = {}
+    for _, v, _ in adj.statements():
+        if isinstance(v, Slot) and v not in bit:
+            bit[v] = 1 << len(bit)
+    # per block: the slots it leaves empty (last assigned None) and those it assigns
+    gen, touched = [0] * len(adj.blocks), [0] * len(adj.blocks)
+    for b in cfg.order:
+        for v, st in adj.blocks[b].stmts:
+            if v in bit:
+                touched[b] |= bit[v]
+                gen[b] = gen[b] | bit[v] if _clears(st) else gen[b] & ~bit[v]
+    start = [(1 << len(bit)) - 1] * len(adj.blocks)  # (the greatest sets, shrunk to a fixpoint)
+    start[0] = 0
+    changed = True
+    while changed:
+        changed = False
+        for b in cfg.order:
+            end = start[b] & ~touched[b] | gen[b]
+            for t in cfg.succs[b]:
+                if start[t] & ~end:
+                    start[t] &= end
+                    changed = True
+    for b in cfg.order:
+        empty, stmts = start[b], adj.blocks[b].stmts
+        for i, (v, st) in enumerate(stmts):
+            if v not in bit:
+                continue
+            if st.fn is accum and st.args[0] is v and empty & bit[v]:
+                stmts[i] = (v, Stmt(ops.identity, st.args[1:], None, st.line))
+            empty = empty | bit[v] if _clears(stmts[i][1]) else empty & ~bit[v]
+    return adj
+
+
+def _clears(st) -> bool:
+    """Whether statement ``st`` assigns None: ``@s = ops.identity(None)``."""
+    return st.fn is ops.identity and st.args == (None,)
+
+
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
@@ -242,4 +289,4 @@ def adjoint(ir, active, hooks) -> IR:
     pullback found at run time: whether it must run even when its output has no
     gradient, because it stores into a cell or restores what a mutation overwrote).
     """
-    return simplify(_Adjoint(ir, active, hooks).run())
+    return simplify(first_into_empty(_Adjoint(ir, active, hooks).run(), hooks.accum))
