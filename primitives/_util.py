@@ -63,7 +63,7 @@ def unbroadcast(x, g):
         tg = type(g)
         if tg is float or tg is np.float64:
             return g
-        g = np.sum(g) if tg is np.ndarray else g
+        g = g.sum() if tg is np.ndarray else g  # (np.sum's dispatch costs as much again)
         return float(g.real) if isinstance(g, (complex, np.complexfloating)) or t is float \
             else np.float64(g)
     if t is int or t is bool or x is None:

@@ -225,6 +225,7 @@ UNARY = [
 def unary_rule(f, mode, deriv, fuse):
     """The rule of the elementwise function ``f`` whose derivative is ``deriv(x, y)``."""
     divide = mode is DIV
+    of_y = fuse is not None and fuse[1] == "y"  # (the kernel's operand): the derivative needs y alone
 
     def r(x, *rest, **kw):
         y = _call(f, (x,), rest, kw) if rest or kw else f(x)
@@ -237,6 +238,8 @@ def unary_rule(f, mode, deriv, fuse):
                 xa, cx = x, True
             else:
                 return y, _NOGRAD1
+            if of_y:  # the pullback need not keep x alive (tanh's input, say)
+                x, xa = _util.light(x), None
         elif t is float or t is np.float64:
             xa, cx = x, False
         elif not active(x):

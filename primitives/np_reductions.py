@@ -32,7 +32,7 @@ from ._frozen import np
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule
 from . import buffers
-from ._util import unbroadcast
+from ._util import light, unbroadcast
 
 _NV = np._NoValue
 _NONES = [(None,) * n for n in range(12)]
@@ -186,11 +186,19 @@ def _filled(x, dy):
     return g
 
 
+def _whole(a, args, kw) -> bool:
+    """Whether a reduction reduces all of the plain array ``a``, with no options: then
+    ``np.sum(a)`` is ``np.add.reduce(a, None)`` (what NumPy's wrapper calls, after
+    a dispatch that costs as much as summing 100 numbers)."""
+    return type(a) is np.ndarray and not args and not kw
+
+
 @rule(np.sum, np.ndarray.sum, np.generic.sum, like=np.sum)
 def _sum(a, *args, **kw):
-    y = np.sum(a, *args, **kw)
+    whole = _whole(a, args, kw)
+    y = np.add.reduce(a, None) if whole else np.sum(a, *args, **kw)
     n = len(args)
-    if type(a) is np.ndarray and not n and not kw:  # the common case: everything summed
+    if whole:  # the common case: everything summed
         if a.dtype.kind not in "fc":
             return y, nograd(1)
         return y, lambda dy: (None, _filled(a, dy) if type(dy) in _REALS
@@ -223,11 +231,11 @@ def _mean(a, *args, **kw):
     if x is None:
         return y, nograd(n + 1)
     _no_out(_arg(args, kw, 2, "out"), "mean")
-    whole = not args and not kw and x is a
+    if not args and not kw and x is a:  # the common np.mean(x): each element gets dy / x.size
+        like, size = light(x), x.size or 1  # (the pullback holds no array)
+        return y, lambda dy: (None, _spread(_real_for(dy, like) / size, like))
 
     def back(dy):
-        if whole:  # the common np.mean(x): each element gets dy / x.size
-            return None, _spread(_real_for(dy, x) / (x.size or 1), x)
         axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
         d = _dy(dy, x, _kshape(x.shape, axes))
         w = _mask(kw.get("where", True), x)
@@ -333,19 +341,25 @@ def _share(x, yk, axes, d, w, initial):
     return g, gi
 
 
-def _extremum(f):
+def _extremum(f, reduce):
     name = f.__name__
 
     def extremum_rule(a, *args, **kw):
-        y = f(a, *args, **kw)
+        whole = _whole(a, args, kw)
+        y = reduce(a, None) if whole else f(a, *args, **kw)
         x = _float(a)
         n = len(args)
         initial = _arg(args, kw, 3, "initial", _NV)
         if x is None and not _given(initial):
             return y, nograd(n + 1)
         _no_out(_arg(args, kw, 1, "out"), name)
+        real = whole and a.dtype.kind == "f" and a.ndim
 
         def back(dy):
+            if real and type(dy) in _REALS:  # np.max(x) of a real array: one maximum?
+                mask = a == y  # (a NaN result equals nothing: the general way below)
+                if np.count_nonzero(mask) == 1:  # _share's result, without its steps
+                    return None, np.multiply(mask, dy, dtype=a.dtype)
             xa = np.asarray(a)
             axes = _axes(_arg(args, kw, 0, "axis"), xa.ndim)
             ks = _kshape(xa.shape, axes)
@@ -359,8 +373,10 @@ def _extremum(f):
 
 
 _TIES = "the gradient is split equally among tied extrema (a NaN result goes to the NaNs)"
-rule(np.max, np.amax, np.ndarray.max, np.generic.max, like=np.max, note=_TIES)(_extremum(np.max))
-rule(np.min, np.amin, np.ndarray.min, np.generic.min, like=np.min, note=_TIES)(_extremum(np.min))
+rule(np.max, np.amax, np.ndarray.max, np.generic.max, like=np.max, note=_TIES)(
+    _extremum(np.max, np.maximum.reduce))
+rule(np.min, np.amin, np.ndarray.min, np.generic.min, like=np.min, note=_TIES)(
+    _extremum(np.min, np.minimum.reduce))
 
 
 @rule(np.ptp, note="max minus min, each split equally among its ties (so 0 where all tie)")
@@ -678,8 +694,8 @@ def _mask_or_all(where, x):
 _NAN_NOTE = "NaNs are ignored and get gradient 0"
 for _nanf, _base, _fill, _where, _note in (
         (np.nansum, _sum, 0, False, ""), (np.nanprod, _prod, 1, False, ""),
-        (np.nanmax, _extremum(np.max), -np.inf, False, "; " + _TIES),
-        (np.nanmin, _extremum(np.min), np.inf, False, "; " + _TIES),
+        (np.nanmax, _extremum(np.max, np.maximum.reduce), -np.inf, False, "; " + _TIES),
+        (np.nanmin, _extremum(np.min, np.minimum.reduce), np.inf, False, "; " + _TIES),
         (np.nanmean, _mean, 0, True, ""),
         (np.nanvar, _moment(np.var, False), 0, True, ""),
         (np.nanstd, _moment(np.std, True), 0, True, "; zero gradient where the standard "

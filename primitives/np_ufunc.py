@@ -30,7 +30,7 @@ from ._util import active, unbroadcast as ub
 from .np_reductions import _cumprod, _cumsum, _extremum, _prod, _sum
 
 _NV = np._NoValue
-_MAX, _MIN = _extremum(np.max), _extremum(np.min)
+_MAX, _MIN = _extremum(np.max, np.maximum.reduce), _extremum(np.min, np.minimum.reduce)
 
 
 def _flip_after_first(g, axis):

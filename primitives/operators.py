@@ -20,6 +20,7 @@ from ._frozen import np
 
 from ..runtime.algebra import accum
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule
+from . import buffers
 from ._util import abs_grad, active, conj, light, unbroadcast as ub
 from .mutation import in_place
 from .np_linalg import matmul_thunks
@@ -66,7 +67,17 @@ def _sum_back(a, b, sign, y):
     a, b = light(a), light(b)
     fa, fb = active(a), active(b)
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
-                          (lambda: ub(b, d if sign > 0 else -d)) if fb else None)
+                          (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
+
+
+def _minus(b, d):
+    """``ub(b, -d)``, the gradient of ``b`` in ``a - b``: negated after it is summed back
+    to ``b``'s shape (exactly the same numbers), so that ``x - m`` for a scalar ``m``
+    negates one number rather than an array; a list or tuple ``b`` is negated before."""
+    if type(b) is list or type(b) is tuple:
+        return ub(b, -d)
+    g = ub(b, d)
+    return None if g is None else -g
 
 
 def _as(x, y) -> bool:
@@ -183,8 +194,8 @@ def pow_grads(a, b, y, d, power=None):
                 return ub(a, d * 1)
             if b2 == 2:
                 if type(a2) is np.ndarray and a2.dtype.kind == "f" and np.shape(d) == a2.shape:
-                    g = a2 * 2.0  # one temporary, scaled in place
-                    g *= d
+                    g = np.multiply(a2, 2.0, out=buffers.empty(a2.shape, a2.dtype))
+                    g *= d  # (one array, from the cache of large ones, scaled in place)
                     return ub(a, g)
                 return ub(a, d * conj(a2 + a2))
             return ub(a, d * conj(b2 * pw(a2, b2 - 1)))
@@ -203,7 +214,8 @@ def _pow(a, b, *mod):
     y = a ** b
     if type(a) in _FLOATS and type(b) is int:
         return y, lambda d: (None, d * b * a ** (b - 1) if b else d * 0.0, None)
-    return y, lambda d: pow_grads(a, b, y, d)
+    y_b = y if active(b) else None  # (only the exponent's gradient needs y: not kept for x ** 2)
+    return y, lambda d: pow_grads(a, b, y_b, d)
 
 
 @rule(op.matmul)

@@ -96,6 +96,12 @@ def _own(g):
     return Buffer(list(g), tuple if isinstance(g, tuple) else list)
 
 
+def _fits(g, like) -> bool:
+    """Whether ``g`` is a dense array gradient laid out exactly as ``like``'s would be."""
+    return type(g) is np.ndarray and type(like) is np.ndarray and g.shape == like.shape \
+        and g.dtype == _grad_dtype(like.dtype)
+
+
 def accum(a, b):
     """``a + b`` for gradients; None is zero.  May update ``a`` in place if it is a Buffer."""
     if a is None:
@@ -112,6 +118,8 @@ def accum(a, b):
     if tb is Buffer:
         return _add_into(b, a)
     if ta is OneHot or tb is OneHot:
+        if ta is OneHot and _fits(b, a.like):  # copy the dense side, not zeros and both
+            a, b = b, a
         return _add_into(_own(a), b)
     if ta is tuple or ta is list:
         return ta(accum(x, y) for x, y in zip(a, b))

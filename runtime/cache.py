@@ -65,25 +65,31 @@ _VALUES = frozenset({int, float, complex, bool, str, type(None)})
 _SAME, _WEAK, _TYPE = range(3)
 
 
-def still_decided(decided, globals_) -> bool:
-    """Whether each global (or module attribute) in ``decided`` still names what it
-    named (a number or string: one of the same type)."""
-    for name, attr, check, held in decided:
-        v = globals_.get(name, _MISSING)
-        if attr is not None:
-            for part in attr:
-                v = getattr(v, part, _MISSING)
-        if check is _TYPE:
-            if type(v) is not held:
-                return False
-        elif (held() if check is _WEAK else held) is not v:
-            return False
-    return True
+def still_decided(decided):
+    """A function of a globals dict: whether each global (or module attribute) in
+    ``decided`` still names what it named (a number or string: one of the same type).
+
+    It runs at every call of a transformed function, so it is one expression made for
+    ``decided`` (``g.get('np', M) is h0() and getattr(g.get('np', M), 'sum', M) is h1()``),
+    in the order read, which a loop over the entries took three times as long to check."""
+    held = {"M": _MISSING}
+    terms = []
+    for i, (name, attr, check, h) in enumerate(decided):
+        v = f"g.get({name!r}, M)"
+        for part in attr or ():
+            v = f"getattr({v}, {part!r}, M)"
+        held[f"h{i}"] = h
+        terms.append(f"type({v}) is h{i}" if check is _TYPE else
+                     f"{v} is h{i}()" if check is _WEAK else f"{v} is h{i}")
+    args = "".join(f", {k}={k}" for k in held)  # (locals: faster to read than globals)
+    exec(f"def still_decided(g{args}):\n    return {' and '.join(terms) or 'True'}\n", held)
+    return held["still_decided"]
 
 
 class Cache:
     """Transforms by ``(code identity, variant)``; ``make(code, reading)`` makes one, and
-    the result must have ``code`` (a weak reference) and ``decided`` attributes."""
+    the result must have ``code`` (a weak reference) and ``still_decided`` attributes.
+    (`forward.forward` repeats the lookup of `get` inline for the plain variant.)"""
 
     def __init__(self, make):
         self.make, self.entries = make, {}
@@ -91,7 +97,7 @@ class Cache:
     def get(self, code, globals_, variant=None):
         key = id(code) if variant is None else (id(code), variant)
         for c in self.entries.get(key, ()):
-            if c.code() is code and still_decided(c.decided, globals_):
+            if c.code() is code and c.still_decided(globals_):
                 return c
         c = self.make(code, Reading(globals_), variant)
         c.code = weakref.ref(code, lambda _, key=key: self.entries.pop(key, None))

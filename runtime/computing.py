@@ -9,17 +9,18 @@ frees everything that is not in a cycle; cycles the user's code makes are collec
 once the computation is over.  It is left off if it was off.
 
 **The recursion limit is scaled.**  One level of a user's recursion runs as two frames
-going forward (``forward`` and the transformed function) and two going back (the
-pullback's ``__call__``, called as a method by `ops.pull`, and the adjoint), so while a
-computation runs the limit is `FRAMES` times the user's (with room for the calls around
-them): a recursion reaches the depth the plain call reaches.  The forward calls also use
-the C stack (a plain recursion of Python functions does not), so the
-limit is scaled only where the stack holds the scaled depth with room to spare
-(`_levels`: the main thread, under its stack's size); elsewhere (a raised limit, another
-thread, or the main thread while another thread computes) it stays the user's, so a
-recursion too deep raises an error rather than crashing the interpreter.  A recursion
-that goes too deep raises `DepthError` (a ``RecursionError``) naming the user's line and
-the fix.
+going forward (``forward`` and the transformed function) and two counted calls going
+back (the pullback's ``__call__``, which the adjoint calls as a method, `ops.pull`, and
+the adjoint it calls); a call that binds keywords or
+defaults, three each way (``_call``; the pullback's ``__call__``).  So while a
+computation runs the limit is `FRAMES` times the user's: a recursion reaches the depth
+the plain call reaches (a plain one, deeper).  Those calls also use the C stack (a plain
+recursion of Python functions does not), so the limit is scaled only where the stack
+holds the scaled depth with room to spare (`_levels`: the main thread, under its stack's
+size); elsewhere (a raised limit, another thread, or the main thread while another
+thread computes) it stays the user's, so a recursion too deep raises an error rather
+than crashing the interpreter.  A recursion that goes too deep raises `DepthError` (a
+``RecursionError``) naming the user's line and the fix.
 
 Threads share both settings, so they are restored when the last computation in any
 thread ends.

@@ -7,6 +7,7 @@ tape; its `Pullback` runs the compiled adjoint over that tape.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -16,7 +17,7 @@ from ..ir.emit import emit
 from ..transforms.reverse import transform
 from . import algebra, mutation
 from .binding import call_with_keywords
-from .cache import Cache
+from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
 from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
 from .shadow import current
@@ -43,25 +44,35 @@ class _Hooks:
     watching = WATCH
 
 
-class Pullback(mutation.Always):
-    """The pullback of one call of a transformed function: its tape and its adjoint.
+class Pullback(functools.partial, mutation.Always):
+    """The pullback of one call of a transformed function: ``Pullback(adjoint, tape)``,
+    the adjoint with its tape bound.
 
     ``back(dy)`` returns ``(d_callee, d_arg1, …)``; it may be called many times.
+    ``dy`` may be None: the callee may have stored into a cell whose gradient is
+    waiting in the shadow.
     """
 
-    __slots__ = ("adjoint", "tape", "unbind")
-
-    def __init__(self, adjoint, tape, unbind=None):
-        self.adjoint, self.tape, self.unbind = adjoint, tape, unbind
+    __slots__ = ()
 
     def __call__(self, dy):
-        """``dy`` may be None: the callee may have stored into a cell whose gradient
-        is waiting in the shadow."""
-        g = self.adjoint(reversed(self.tape).__next__, dy)
-        return g if self.unbind is None else self.unbind(g)
+        # a Python method, which the adjoint calls as one (`ops.pull`): a recursion then
+        # goes back in Python frames only (CPython 3.12 caps one through C near 500 levels)
+        return self.func(self.args[0], dy)
 
     def __repr__(self):
-        return f"<Pullback {self.adjoint.__code__.co_name[len('adjoint_'):]}: {len(self.tape)} entries>"
+        return f"<Pullback {self.func.__code__.co_name[len('adjoint_'):]}: {len(self.args[0])} entries>"
+
+
+class Unbinding(Pullback):
+    """``Unbinding(adjoint, tape, unbind)``: the `Pullback` of a call that bound keywords,
+    defaults or ``*args``, whose gradients ``unbind`` maps back to the call's arguments."""
+
+    __slots__ = ()
+
+    def __call__(self, dy):
+        tape, unbind = self.args
+        return unbind(self.func(tape, dy))
 
 
 class Compiled:
@@ -69,12 +80,13 @@ class Compiled:
 
     def __init__(self, code, reading, wrt=None):
         self.stages = transform(lift(code), _Hooks, reading, wrt)
-        self.decided = reading.decided()
+        self.still_decided = still_decided(reading.decided())
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
-        self.simple = not (m.varargs or m.varkw or code.co_kwonlyargcount)
-        self.nargs = code.co_argcount
+        # how many arguments given by position alone are the entry arguments as they are
+        # (-1: none are, *args, **kw or keyword-only parameters need binding)
+        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount
 
 
 _CACHE = Cache(Compiled)
@@ -162,21 +174,21 @@ def _entry_names(code):
 def call_function(f, args, kw, wrt=None):
     """``forward`` of Python function ``f``; with ``wrt``, of the version where only
     those entry arguments are active."""
-    c, params, unbind = _prepare(f, args, kw, wrt)
+    return _call(f, _CACHE.get(f.__code__, f.__globals__, wrt), args, kw)
+
+
+def _call(f, c, args, kw):
+    """``forward`` of Python function ``f`` through its transformed code ``c``."""
+    if kw or len(args) != c.arity:
+        params, unbind = _bind(f, args, kw)
+    else:
+        params, unbind = args, None
+    # a function per call, so that no cache entry keeps a globals dict alive
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-    return _pulled(y, c, tape, unbind)
+    return _pulled(y, Pullback(c.adjoint, tape) if unbind is None else Unbinding(c.adjoint, tape, unbind))
 
 
-def _prepare(f, args, kw, wrt):
-    """``(compiled, entry arguments, unbind)`` for a call of Python function ``f``."""
-    c = _CACHE.get(f.__code__, f.__globals__, wrt)
-    if kw or not c.simple or len(args) != c.nargs:
-        return (c, *_bind(f, args, kw))
-    return c, args, None
-
-
-def _pulled(y, c, tape, unbind):
-    pb = Pullback(c.adjoint, tape, unbind)
+def _pulled(y, pb):
     if WATCH.all:  # something was mutated: the result may hold it
         sh = current()
         if sh.holds_mutated(y):
@@ -205,11 +217,21 @@ def forward(f, /, *args, **kw):
         if r.nondiff:
             return f(*args, **kw), nograd(len(args))
     t = type(f)
-    if t is types.FunctionType:  # call_function, inline: one frame per level of recursion
-        c, params, unbind = _prepare(f, args, kw, None)
-        # a function per call, so that no cache entry keeps a globals dict alive
-        y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-        return _pulled(y, c, tape, unbind)
+    if t is types.FunctionType:
+        # `_CACHE.get`, its lookup inline: a frame less per level of a recursion took a
+        # sixth off its gradient's time
+        code = f.__code__
+        for c in _CACHE.entries.get(id(code), ()):
+            if c.code() is code and c.still_decided(f.__globals__):
+                break
+        else:
+            c = _CACHE.get(code, f.__globals__)
+        if kw or len(args) != c.arity:  # keywords, defaults or *args to bind
+            return _call(f, c, args, kw)
+        # `_call`, inline for the plain call: one frame per level of recursion
+        y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *args)
+        pb = Pullback(c.adjoint, tape)
+        return _pulled(y, pb) if WATCH.all else (y, pb)
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)

@@ -1,46 +1,49 @@
 """The adjoint pass: run the recorded pullbacks backwards, accumulating gradients.
 
-The adjoint of ``f`` takes ``(pop, dy)``: ``pop()`` yields the tape's entries
-last first.  Each active primal variable ``%v`` owns a gradient slot ``@gv``:
-every use adds into it, and its defining statement's pullback consumes it and
-resets it to None, so loops need no SSA gradients.  Blocks are visited
-backwards; where the forward pass recorded which edge it took, the adjoint
-pops that number to pick the way back.  A statement whose values are on the tape
-is one call, ``back(pop, @gv)``, which pops them and tests for a gradient itself.  For
-the ``f`` of the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
+The adjoint of ``f`` takes ``(tape, dy)`` and pops the tape's entries, last first, with
+``pop = reversed(tape).__next__`` (so that a pullback can be the adjoint with its tape
+bound, calling it without a frame of its own).  Each active primal variable ``%v`` owns a
+gradient slot ``@gv``: every use adds into it, and its defining statement's pullback
+consumes it and resets it to None, so loops need no SSA gradients.  Blocks are visited
+backwards; where the forward pass recorded which edge it took, the adjoint pops that
+number to pick the way back.  A statement whose values are on the tape is one call,
+``back(pop, @gv)``, which pops them and tests for a gradient itself.  For the ``f`` of
+the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
 
     >>> import bytegrad, numpy as np
     >>> def f(x):
     ...     return np.dot(x, x) * 2.0
     >>> print(bytegrad.stages(f).adjoint)
     1: (%1, %2)
+      %3 = reversed(%1)
+      %4 = getattr(%3, '__next__')
       @g1 = ops.identity(None)
       @g2 = ops.identity(None)
       @g4 = ops.identity(None)
       @g5 = ops.identity(None)
       @g5 = ops.identity(%2)
-      %3 = taped.mul_back(%1, @g5)                   # line 2
+      %5 = taped.mul_back(%4, @g5)                   # line 2
       @g5 = ops.identity(None)                       # line 2
-      %4 = operator.getitem(%3, 1)                   # line 2
-      @g4 = ops.identity(%4)                         # line 2
-      %5 = %1()                                      # line 2
-      %6 = operator.is_not(@g4, None)                # line 2
-      br 4 unless %6
+      %6 = operator.getitem(%5, 1)                   # line 2
+      @g4 = ops.identity(%6)                         # line 2
+      %7 = %4()                                      # line 2
+      %8 = operator.is_not(@g4, None)                # line 2
+      br 4 unless %8
       br 3
     2:
-      %7 = ops.build_tuple(@g1, @g2)
-      return %7
+      %9 = ops.build_tuple(@g1, @g2)
+      return %9
     3:
-      %8 = ops.pull(%5, @g4)                         # line 2
+      %10 = ops.pull(%7, @g4)                        # line 2
       @g4 = ops.identity(None)                       # line 2
-      %9 = operator.getitem(%8, 1)                   # line 2
-      @g2 = algebra.accum(@g2, %9)                   # line 2
-      %10 = operator.getitem(%8, 2)                  # line 2
-      @g2 = algebra.accum(@g2, %10)                  # line 2
+      %11 = operator.getitem(%10, 1)                 # line 2
+      @g2 = ops.identity(%11)                        # line 2
+      %12 = operator.getitem(%10, 2)                 # line 2
+      @g2 = algebra.accum(@g2, %12)                  # line 2
       br 2
     4:
-      %11 = mutation.runs_without_gradient(%5)       # line 2
-      br 2 unless %11
+      %13 = mutation.runs_without_gradient(%7)       # line 2
+      br 2 unless %13
       br 3
 """
 from __future__ import annotations
@@ -48,7 +51,7 @@ from __future__ import annotations
 import operator
 
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
-from ..ir.cfg import flow, incoming
+from ..ir.cfg import CFG, flow, incoming
 from ..ir.simplify import simplify
 from .register import recorded, taped_call
 from .returns import return_block
@@ -67,7 +70,7 @@ class _Adjoint:
                      for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
         self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
-        self.pop = self.adj.argument(0)
+        self.tape = self.adj.argument(0)
         self.dy = self.adj.argument(0)
         # in the order of definition, not of the variables' addresses: the same code every run
         self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
@@ -197,6 +200,7 @@ class _Adjoint:
     def run(self):
         ir = self.ir
         self.cur = 0
+        self.pop = self.emit(getattr, self.emit(reversed, self.tape), "__next__")
         for s in self.slots.values():
             self.emit(ops.identity, None, dest=s)
         r = return_block(ir)
@@ -238,6 +242,53 @@ def may_be_sparse(ir, sparse) -> set:
     return flow(ir, out, backward=True)
 
 
+def first_into_empty(adj, accum) -> IR:
+    """``@s = accum(@s, g)`` where ``@s`` is None on every path to it becomes
+    ``@s = ops.identity(g)`` (``accum(None, g)`` is ``g``): a call less for the first
+    gradient a slot receives, at every call of the adjoint.  Which slots are empty at
+    each block's start is a forward dataflow over the adjoint's edges (sets of slots
+    as bits of an int, so that a long function's thousands of blocks cost little):
+    all are after the entry's initialisations, and a slot stays empty until a
+    statement assigns it anything but None."""
+    cfg = CFG.of(adj)
+    bit = {}
+    for _, v, _ in adj.statements():
+        if isinstance(v, Slot) and v not in bit:
+            bit[v] = 1 << len(bit)
+    # per block: the slots it leaves empty (last assigned None) and those it assigns
+    gen, touched = [0] * len(adj.blocks), [0] * len(adj.blocks)
+    for b in cfg.order:
+        for v, st in adj.blocks[b].stmts:
+            if v in bit:
+                touched[b] |= bit[v]
+                gen[b] = gen[b] | bit[v] if _clears(st) else gen[b] & ~bit[v]
+    start = [(1 << len(bit)) - 1] * len(adj.blocks)  # (the greatest sets, shrunk to a fixpoint)
+    start[0] = 0
+    changed = True
+    while changed:
+        changed = False
+        for b in cfg.order:
+            end = start[b] & ~touched[b] | gen[b]
+            for t in cfg.succs[b]:
+                if start[t] & ~end:
+                    start[t] &= end
+                    changed = True
+    for b in cfg.order:
+        empty, stmts = start[b], adj.blocks[b].stmts
+        for i, (v, st) in enumerate(stmts):
+            if v not in bit:
+                continue
+            if st.fn is accum and st.args[0] is v and empty & bit[v]:
+                stmts[i] = (v, Stmt(ops.identity, st.args[1:], None, st.line))
+            empty = empty | bit[v] if _clears(stmts[i][1]) else empty & ~bit[v]
+    return adj
+
+
+def _clears(st) -> bool:
+    """Whether statement ``st`` assigns None: ``@s = ops.identity(None)``."""
+    return st.fn is ops.identity and st.args == (None,)
+
+
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
@@ -247,4 +298,4 @@ def adjoint(ir, active, hooks) -> IR:
     pullback found at run time: whether it must run even when its output has no
     gradient, because it stores into a cell or restores what a mutation overwrote).
     """
-    return simplify(_Adjoint(ir, active, hooks).run())
+    return simplify(first_into_empty(_Adjoint(ir, active, hooks).run(), hooks.accum))

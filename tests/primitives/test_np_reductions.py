@@ -201,6 +201,52 @@ def test_nan_maximum_routes_gradient_to_nan():
     assert np.array_equal(g, [0, 1, 0])
 
 
+def test_mean_of_a_whole_array_keeps_no_array():
+    import gc
+    import weakref
+    a = np.arange(6.0).reshape(2, 3).astype(np.float32)
+    y, back = rule_for(np.mean)(a)
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None
+    g = back(1.5)[1]
+    assert g.dtype == np.float32 and g.shape == (2, 3) and np.all(g == np.float32(0.25))
+
+
+def test_whole_array_reductions_give_numpys_value_and_type():
+    """A reduction of a whole plain array is computed by the ufunc's reduce (NumPy's
+    wrapper without its dispatch): the same value and type, small ints widened by sum."""
+    for x in (np.arange(5, dtype=np.int32), np.array([True, False, True]),
+              np.arange(4, dtype=np.uint8), np.linspace(-1, 2, 7, dtype=np.float32),
+              np.array(2.5), np.ones((2, 3))):
+        for f in (np.sum, np.max, np.min):
+            y, _ = rule_for(f)(x)
+            assert type(y) is type(f(x)) and y == f(x), (f, x.dtype)
+    with pytest.raises(ValueError):
+        rule_for(np.max)(np.array([]))
+
+
+def test_whole_extremum_of_one_maximum_and_of_ties():
+    """``np.max(x)`` of a real array takes a short way when one element is the maximum
+    (any dtype, any seed); ties, a NaN or a 0-d array take the general one."""
+    x = np.array([[0.5, -2.0, 3.5], [1.0, 3.0, -0.25]])
+    for dtype in (np.float64, np.float32):
+        for dy in (2.5, -0.75):
+            xd = x.astype(dtype)
+            _, back = bytegrad.pullback(lambda x: np.max(x) * 1.0, xd)
+            g = back(dy)[0]
+            assert g.dtype == dtype and g.tolist() == [[0, 0, dy], [0, 0, 0]]
+            _, back = bytegrad.pullback(lambda x: np.min(x) * 1.0, xd[0])
+            assert back(dy)[0].tolist() == [0, dy, 0]
+    tied = np.array([3.5, 1.0, 3.5])
+    assert bytegrad.gradient(lambda x: np.max(x), tied)[0].tolist() == [0.5, 0, 0.5]
+    g = bytegrad.gradient(lambda x: np.max(x), np.array([np.nan, 1.0]))[0]
+    assert g.tolist() == [1, 0]
+    g = bytegrad.gradient(lambda x: np.max(x), np.array(2.0))[0]
+    assert type(g) is np.ndarray and g.shape == () and g == 1.0
+
+
 def _exp(x):
     return np.exp(x)
 

@@ -1,6 +1,7 @@
 """The gradient algebra: None is zero, sparse reads accumulate in one buffer."""
 import numpy as np
 
+import bytegrad
 from bytegrad.runtime.algebra import Buffer, OneHot, accum, unwrap
 
 
@@ -32,6 +33,24 @@ def test_dense_plus_one_hot_does_not_modify_the_dense_gradient():
     g = accum(dense, OneHot(dense, 0, 5.0))
     np.testing.assert_array_equal(unwrap(g), [6.0, 1.0, 1.0])
     np.testing.assert_array_equal(dense, [1.0, 1.0, 1.0])
+
+
+def test_one_hot_plus_dense_copies_the_dense_gradient():
+    """A one-hot in the slot plus a dense gradient of its layout: the sum is a copy of
+    the dense one with the element added (the dense one unchanged); of another layout
+    (a float64 gradient of a float32 array), into zeros of the slot's own."""
+    x = np.zeros(3)
+    dense = np.array([1.0, 2.0, 4.0])
+    g = accum(OneHot(x, 2, 0.5), dense)
+    assert type(g) is Buffer and g.data is not dense
+    np.testing.assert_array_equal(unwrap(g), [1.0, 2.0, 4.5])
+    np.testing.assert_array_equal(dense, [1.0, 2.0, 4.0])
+    g = accum(OneHot(x.astype(np.float32), 0, np.float32(0.5)), dense)
+    assert unwrap(g).dtype == np.float32
+    np.testing.assert_array_equal(unwrap(g), [1.5, 2.0, 4.0])
+    x = np.array([0.3, -1.2, 2.0])  # the reverse pass meets x[2]'s one-hot first
+    g = bytegrad.gradient(lambda x: np.sum(np.sin(x)) + x[2] * 3.0, x)[0]
+    np.testing.assert_allclose(g, np.cos(x) + [0.0, 0.0, 3.0], rtol=1e-15)
 
 
 def test_tuple_one_hots():

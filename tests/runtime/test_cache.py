@@ -80,3 +80,29 @@ def test_a_global_number_that_changes_keeps_its_transform():
     assert again == made
     ns["scale"] = np.array(3.0)  # another type: decided again
     assert bytegrad.grad(ns["f"])(1.0) == 3.0
+
+
+def test_every_kind_of_global_read_is_checked():
+    """The check made for the globals a transform read (`cache.still_decided`) covers a
+    module attribute by identity (``m.op``), a number read as a module attribute
+    (``m.k``: by type), a global held strongly (a list) and a name that was missing."""
+    import types
+    m = types.ModuleType("m")
+    m.op, m.k = math.floor, 2.0
+    ns = {"m": m, "coefs": [1.0]}
+    src = ("def f(x):\n    if 'extra' in coefs:\n        return later(x)\n"
+           "    return m.op(x) * x * m.k\n")
+    exec(compile(src, "<kinds>", "exec"), ns)
+    f = ns["f"]
+    c = fwd.compiled(f)
+    assert bytegrad.grad(f)(2.5) == math.floor(2.5) * 2.0
+    m.k = 3.0  # the same type: the same transform
+    assert bytegrad.grad(f)(2.5) == math.floor(2.5) * 3.0 and fwd.compiled(f) is c
+    m.op = math.sin  # an attribute rebound: decided again
+    assert bytegrad.grad(f)(2.5) == pytest.approx((math.sin(2.5) + 2.5 * math.cos(2.5)) * 3.0)
+    m.op = math.floor
+    assert c.still_decided(ns)
+    assert not c.still_decided({**ns, "coefs": [1.0]})  # another list
+    assert not c.still_decided({**ns, "later": math.exp})  # a missing name bound
+    m.k = np.float64(3.0)  # another type
+    assert not c.still_decided(ns)
