@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 from bytecode import Instr, Label, TryBegin, TryEnd
@@ -34,14 +35,28 @@ class Decoder(py311.Decoder):
                    "CALL_INTRINSIC_2": "type parameters or except*",
                    "CLEANUP_THROW": "yield from / await", "END_SEND": "yield from / await"}
 
+    @functools.cached_property
+    def at(self):
+        """Label → its position in ``self.items``."""
+        return {x: i for i, x in enumerate(self.items) if isinstance(x, Label)}
+
+    @functools.cached_property
+    def handles(self):
+        """Whether the code has a ``try`` or a ``with``: an entry whose handler starts
+        with ``PUSH_EXC_INFO`` (the others are the compiler's cleanup)."""
+        return any(isinstance(x, TryBegin) and self.first_name(self.at[x.target]) == "PUSH_EXC_INFO"
+                   for x in self.items)
+
+    def first_name(self, i):
+        """The name of the first instruction from ``self.items[i]`` on."""
+        items = self.items
+        return next((items[k].name for k in range(i, len(items)) if isinstance(items[k], Instr)), None)
+
     def reached(self, items):
         """The items a jump, a fall-through or (where the code has a ``try`` or a
         ``with``) an exception reaches: without one, the compiler's cleanup handlers
         are left out."""
-        at = {x: i for i, x in enumerate(items) if isinstance(x, Label)}
-        self.handles = any(isinstance(x, TryBegin) and self.starts(items, at[x.target]) == "PUSH_EXC_INFO"
-                           for x in items)
-        seen, todo = set(), [0]
+        at, seen, todo = self.at, set(), [0]
         while todo:
             i = todo.pop()
             while i < len(items) and i not in seen:
@@ -54,11 +69,6 @@ class Decoder(py311.Decoder):
                 i += 1
         # (an entry's end often follows a jump: it marks where the range ends, reached or not)
         return [x for i, x in enumerate(items) if i in seen or isinstance(x, (TryBegin, TryEnd))]
-
-    @staticmethod
-    def starts(items, i):
-        """The name of the first instruction from ``items[i]`` on."""
-        return next((x.name for x in items[i:] if isinstance(x, Instr)), None)
 
     def exception_table(self, entry):
         if self.handles:  # (else the entries are cleanup, which only an exception needs)
