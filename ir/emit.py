@@ -24,6 +24,7 @@ _CAUGHT = Slot("caught")  # where a handler stub keeps the exception
 _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
 _COMPARE = {f: i for i, f in enumerate(COMPARE_OPS)}
 _UNARY = {f: name for name, f in UNARY_OPS.items()}
+_TESTED = (ops.watch, ops.pull, ops.resolved)  # emitted as a test and two paths that load operands
 _BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
           ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
 
@@ -55,7 +56,7 @@ class _Emitter:
                 if isinstance(x, Var):
                     self.uses[x] = self.uses.get(x, 0) + 1
                     self.user_block[x] = b
-        self.twice = {x for _, _, st in ir.statements() if st.fn is ops.watch
+        self.twice = {x for _, _, st in ir.statements() if st.fn in _TESTED
                       for x in st.operands() if isinstance(x, Var)}  # loaded on two paths
         self.alias = {}    # var → var holding the same object (a loop's iterator)
         self.inline = {}   # var → node to emit in place of loading it
@@ -97,13 +98,12 @@ class _Emitter:
         native = not st.kw and not isinstance(fn, (Var, Global)) and _hashable(fn)
         if native and fn is ops.identity:
             self.load(args[0], line)
-        elif native and fn is ops.pull and len(args) == 2:
-            self.load(args[0], line)
-            self.put(WRITER.load_method("__call__"), line)
-            self.load(args[1], line)
-            self.put(WRITER.call(1), line)
+        elif native and fn is ops.pull and len(args) == 3:
+            self.pull(args, line)
         elif native and fn is ops.watch:
             self.watch(args, line)
+        elif native and fn is ops.resolved and len(args) == 3:
+            self.resolved(args, line)
         elif native and fn in _BINARY and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_OP", _BINARY[fn], line)
@@ -276,6 +276,45 @@ class _Emitter:
             self.put(WRITER.LOOP_EXIT, line)
             self.assign(out.target, out.args, line)
             self.jump(b, out.target, line)
+
+    def pull(self, args, line):
+        """``ops.pull(K, pb, dy)``: ``pb.func(pb.args[0], dy)`` where ``type(pb) is K``,
+        else ``pb.__call__(dy)``."""
+        kind, pb, dy = args
+        slow, end = Label(), Label()
+        self.call(type, [pb], {}, line)
+        self.load(kind, line)
+        self.i("IS_OP", 0, line)
+        self.put(WRITER.jump_if(False, slow, forward=True), line)
+        self.put(WRITER.before_callee(), line)
+        self.load(pb, line)
+        self.put(WRITER.load_attr("func") + WRITER.after_callee(), line)
+        self.load(pb, line)
+        self.put(WRITER.load_attr("args"), line)
+        self.load(0, line)
+        self.i("BINARY_SUBSCR", line=line)
+        self.load(dy, line)
+        self.put(WRITER.call(2), line)
+        self.i("JUMP_FORWARD", end, line)
+        self.out.append(slow)
+        self.load(pb, line)
+        self.put(WRITER.load_method("__call__"), line)
+        self.load(dy, line)
+        self.put(WRITER.call(1), line)
+        self.out.append(end)
+
+    def resolved(self, args, line):
+        """``ops.resolved(v, f, name)``: ``v`` where ``v is f``, without a call; else the
+        call, which raises."""
+        slow, end = Label(), Label()
+        self.loads(args[:2], line)
+        self.i("IS_OP", 0, line)
+        self.put(WRITER.jump_if(False, slow, forward=True), line)
+        self.load(args[0], line)
+        self.i("JUMP_FORWARD", end, line)
+        self.out.append(slow)
+        self.call(ops.resolved, args, {}, line)
+        self.out.append(end)
 
     def watch(self, args, line):
         """``ops.watch`` with its test inline; when it has work to do, the watcher is

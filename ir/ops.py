@@ -100,11 +100,13 @@ def identity(x):
     return x
 
 
-def pull(pb, dy):
-    """``%3 = pull(%1, %2)``: a pullback's call ``%1(%2)``, emitted as a call of the
-    method ``__call__``.  A transformed function's pullback then runs in Python
-    frames only: CPython 3.12 caps a recursion through ``__call__`` near 500 levels,
-    whatever the recursion limit."""
+def pull(kind, pb, dy):
+    """``%3 = pull(K, %1, %2)``: a pullback's call ``%1(%2)``.  Where ``%1`` is a ``K``
+    (a transformed function's pullback: its adjoint and tape, as a partial), the emitted
+    code calls ``%1.func(%1.args[0], %2)`` itself, a frame less per level of a recursion;
+    any other pullback is called as the method ``__call__``.  A transformed function's
+    pullback then runs in Python frames only: CPython 3.12 caps a recursion through
+    C near 500 levels, whatever the recursion limit."""
     return pb(dy)
 
 

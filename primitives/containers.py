@@ -402,12 +402,22 @@ def _computed(x, name, prop):
 nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, repr, str, format,
                   bool, callable, hasattr, slice, any, all,
                   ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
-                  ops.import_name, ops.import_from, ops.not_contains, ops.store_global,
-                  ops.delete_global,
+                  ops.import_name, ops.import_from, ops.not_contains, ops.delete_global,
                   ops.match_sequence, ops.match_mapping,
                   np.shape, np.ndim, np.size)
 
 sparse_gradients(op.getitem, ops.iterate, next, getattr)
+
+
+@rule(ops.store_global)
+def _store_global(name, value):
+    # the functions that read the global take it as a constant: its gradient would be lost
+    file, line = user_location()
+    raise NotImplementedError(
+        f"{file}:{line}: storing a value that carries a gradient in the global {name!r} is "
+        f"not differentiated (code that reads the global takes it as a constant); pass it "
+        f"as an argument or return it, keep it in an object (a dict or a list), or store "
+        f"bytegrad.stop_gradient(value) if it is only kept to look at")
 
 
 @rule(ops.bound)

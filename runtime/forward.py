@@ -218,6 +218,8 @@ def forward(f, /, *args, **kw):
             return f(*args, **kw), nograd(len(args))
     t = type(f)
     if t is types.FunctionType:
+        if (args and type(args[0]) in _INERT or not args and kw) and _runs_plainly(f, args, kw):
+            return f(*args, **kw), nograd(len(args))  # (``factorial(5)``: never lifted)
         # `_CACHE.get`, its lookup inline: a frame less per level of a recursion took a
         # sixth off its gradient's time
         code = f.__code__
@@ -334,6 +336,34 @@ def forward_soft(f, /, *args, **kw):
     return f(*args, **kw), nograd(len(args))
 
 
+def forward_reading(f, /, *args, **kw):
+    """``forward`` for a call of code known only at run time that is given nothing
+    carrying a gradient: it runs plainly unless something has been changed in place to
+    hold such a value (``WATCH.all``), which the code may read through a global
+    (``BOX["w"] = 2 * x``, then ``h(3)`` reads ``BOX["w"]``)."""
+    if WATCH.all:
+        return forward(f, *args, **kw)
+    return f(*args, **kw), nograd(len(args))
+
+
+_INERT = frozenset({int, bool, str, bytes, type(None)})
+
+
+def _runs_plainly(f, args, kw) -> bool:
+    """Whether Python function ``f`` can meet no value that carries a gradient: its
+    arguments, defaults and closure hold only ints, strings and the like, and nothing
+    has been changed in place to hold one (which it could read through a global)."""
+    if WATCH.all:
+        return False
+    values = [*args, *kw.values(), *(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
+    for cell in f.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # empty
+            pass
+    return all(type(v) in _INERT for v in values)
+
+
 def forward_in_try(via, f, /, *args, **kw):
     """``via(f, …)`` (`forward` or `forward_soft`) for a call inside a ``try``.  A
     transformed callee that changed an object in place and then raised loses, with its
@@ -366,4 +396,6 @@ def run_plain(f, args, kw, call=None, name=None):
 
 _Hooks.forward = staticmethod(forward)
 _Hooks.forward_soft = staticmethod(forward_soft)
+_Hooks.forward_reading = staticmethod(forward_reading)
 _Hooks.forward_in_try = staticmethod(forward_in_try)
+_Hooks.pullback = Pullback

@@ -12,7 +12,11 @@ later use of them is active, though their own value needs no gradient (the
 gradient of what a mutation stored travels through the runtime's shadow).  A call
 of a callee known only at run time (a user function, a method) may store an
 active argument into another one or into its own object (``xs.append(x)``): its
-operands are hazards too.  Inactive statements stay plain calls in the forward IR.
+operands are hazards too.  A call of a global given nothing active (``h(3)``), and a
+read of a global object (``BOX["w"]``), are *reading*: they may meet, through a
+global, a value that an earlier statement stored in place, so the runtime runs them
+plainly only while nothing has been (`forward.forward_reading`).  Inactive statements
+stay plain calls in the forward IR.
 """
 from __future__ import annotations
 
@@ -28,11 +32,14 @@ class Activity(set):
     def __init__(self, xs=()):
         super().__init__(xs)
         self.soft = set()
+        # calls of code known only at run time given nothing that carries a gradient: the
+        # code may still read one, through a global, from an object changed in place
+        self.reading = set()
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
              changing=lambda f: False, scalar_kind=lambda f: None,
-             settled=lambda f: False) -> Activity:
+             settled=lambda f: False, python_code=lambda g: True) -> Activity:
     """The active variables of ``ir``.
 
     ``wrt`` (indices into the entry block's arguments) limits the arguments that
@@ -41,7 +48,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     an array; not a module or a function); ``changing(f)`` whether callee ``f`` may
     change its arguments in place (``operator.iadd``), like any callee known only at
     run time.  ``scalar_kind(f)`` says what ``f`` returns (see `scalars`): an immutable
-    number is never a hazard, since nothing can change it in place.  ``settled(g)``
+    number is never a hazard, since nothing can change it in place.  ``python_code(g)``
+    says whether global ``g`` names Python code (which may read other globals).  ``settled(g)``
     says whether global callee ``g`` names a callable that changes no argument
     (``range``, ``len``: no gradient, or a number), not code that might (a user's
     function, or a rule that calls one: ``sorted(xs, key=acc.add)``).
@@ -77,14 +85,25 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 const = not isinstance(st.fn, Var)
                 may_change = isinstance(st.fn, Var) or changing(st.fn) or "out" in st.kw or \
                     isinstance(st.fn, Global) and not settled(st.fn)
-                if may_change and v not in active and aliases.touches(
-                        _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held):
+                touched = may_change and aliases.touches(
+                    _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held)
+                if touched and v not in active:
                     # it may change an object a pullback holds (``x[i]``, then ``i.fill(0)``):
                     # it must be recorded, so that the object is restored going back
                     changed |= reach(v, True)
+                xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
+                reading = not (strong(v) or const and (nondiff(st.fn) or effectful(st.fn))) and \
+                    not any(x in active or x in hazard for x in xs) and \
+                    (isinstance(st.fn, Global) and python_code(st.fn) and not touched
+                     or any(isinstance(x, Global) and changeable(x) for x in st.args))
+                if reading != (v in active.reading):
+                    active.reading.symmetric_difference_update({v})
+                    changed = True
+                if reading:
+                    changed |= reach(v, True)
+                    continue
                 if strong(v) or (const and nondiff(st.fn)):
                     continue
-                xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
                 stored = [x for x in _containing(st, hazard.numbers) if isinstance(x, Var)
                           or isinstance(x, Global) and changeable(x)]
                 if const and effectful(st.fn):  # the object may receive a gradient later
@@ -128,8 +147,9 @@ class _Aliases:
 
     def held(self, ir, active) -> set:
         """The classes of the objects active statements read: their pullbacks may hold
-        them until the reverse pass."""
-        return {self.find(x) for _, v, st in ir.statements() if v in active
+        them until the reverse pass (not those of calls given nothing active, which hold
+        what they read only where the runtime differentiates them)."""
+        return {self.find(x) for _, v, st in ir.statements() if v in active and v not in active.reading
                 for x in st.operands() if isinstance(x, (Var, Global)) and x not in self.numbers}
 
     def touches(self, xs, held) -> bool:

@@ -34,7 +34,7 @@ the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       %9 = ops.build_tuple(@g1, @g2)
       return %9
     3:
-      %10 = ops.pull(%7, @g4)                        # line 2
+      %10 = ops.pull(forward.Pullback, %7, @g4)      # line 2
       @g4 = ops.identity(None)                       # line 2
       %11 = operator.getitem(%10, 1)                 # line 2
       @g2 = ops.identity(%11)                        # line 2
@@ -61,6 +61,7 @@ class _Adjoint:
     def __init__(self, ir, active, hooks):
         self.ir, self.active = ir, active
         self.accum, self.unwrap, self.kwgrad = hooks.accum, hooks.unwrap, hooks.kwgrad
+        self.pullback = hooks.pullback
         self.effectful, self.taped = hooks.effectful, hooks.taped
         self.runs_without_gradient = hooks.runs_without_gradient
         self.structured = hooks.structured
@@ -129,7 +130,7 @@ class _Adjoint:
             self.adj.branch(self.cur, Branch("br", after, cond=needs))
         self.adj.branch(self.cur, Branch("br", call))
         self.cur = call
-        d = self.emit(ops.pull, pb, self.dense(v, st, gv, line), line=line)
+        d = self.emit(ops.pull, self.pullback, pb, self.dense(v, st, gv, line), line=line)
         self.emit(ops.identity, None, dest=gv, line=line)
         self.gradients(b, st, d, line)
         self.adj.branch(self.cur, Branch("br", after))
@@ -292,7 +293,8 @@ def _clears(st) -> bool:
 def adjoint(ir, active, hooks) -> IR:
     """The adjoint IR of the (single-return) primal ``ir``; see the module docstring.
 
-    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, and the
+    ``hooks`` gives ``accum``, ``unwrap``, ``kwgrad``, ``pullback`` (the type of a
+    transformed function's pullbacks, which `ops.pull` calls without a frame), and the
     predicates ``effectful``, ``sparse``, ``structured`` (its pullback takes a
     structured gradient as it is) and ``runs_without_gradient`` (for a
     pullback found at run time: whether it must run even when its output has no

@@ -58,16 +58,18 @@ def taped_call(st, taped):
 def register(ir, active, hooks) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
-    ``hooks`` gives ``forward``, ``forward_soft``, ``forward_in_try``, ``rule_for``, ``taped`` and
+    ``hooks`` gives ``forward``, ``forward_soft``, ``forward_reading``, ``forward_in_try``,
+    ``rule_for``, ``taped`` and
     ``watching`` (the runtime's state that ``ops.watch`` consults).  A constant callee
     with a rule (``hooks.rule_for(f)`` is not None) is called through its rule
     directly, saving the dispatch in ``forward``; one with rules that put values on
     the tape (``hooks.taped(f)`` is ``(record, back, into)``) becomes ``record(push, args…)``,
     which pushes them itself.  A statement active only through hazards (in
-    ``active.soft``) goes through ``forward_soft``.
+    ``active.soft``) goes through ``forward_soft``; a call of code known only at run
+    time given no active value (in ``active.reading``), through ``forward_reading``.
     """
     forward, forward_soft = hooks.forward, hooks.forward_soft
-    soft = getattr(active, "soft", ())
+    soft, reading = getattr(active, "soft", ()), getattr(active, "reading", ())
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
     env = {}
@@ -92,13 +94,13 @@ def register(ir, active, hooks) -> IR:
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            pair = taped_call(st, hooks.taped)
+            pair = None if v in reading else taped_call(st, hooks.taped)
             if pair is not None:
                 env[v] = fwd.push(b, Stmt(pair[0], (push,) + st.args, None, st.line))
                 continue
             # a call with keywords goes through forward, which binds them to positions
-            r = None if isinstance(st.fn, (Var, Global)) or st.kw else hooks.rule_for(st.fn)
-            via = forward_soft if v in soft else forward
+            r = None if isinstance(st.fn, (Var, Global)) or st.kw or v in reading else hooks.rule_for(st.fn)
+            via = hooks.forward_reading if v in reading else forward_soft if v in soft else forward
             if r is not None:
                 call = Stmt(r, st.args, st.kw, st.line)
             elif blk.catches():  # (a callee that changes something and raises: refused)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import builtins
+import types
 
 from ..ir import IR, Global
 from ..ir.simplify import simplify
@@ -48,7 +49,7 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
         primal = resolve_modules(primal, globals_.attribute)
     h = _Resolving(hooks, globals_)
     active = activity(primal, h.nondiff, hooks.effectful, wrt, h.changeable, h.changing,
-                      h.scalar_kind, h.settled)
+                      h.scalar_kind, h.settled, h.python_code)
     fwd = simplify(register(primal, active, h))
     adj = adjoint(primal, active, h)
     return Stages(lifted, primal, fwd, adj)
@@ -61,12 +62,19 @@ class _Resolving:
     _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse")
 
     def __init__(self, hooks, globals_):
-        self.hooks = hooks
+        self.hooks, self.globals = hooks, globals_
         for name in self._ABOUT:
             setattr(self, name, lambda f, ask=getattr(hooks, name): ask(resolve(f, globals_)))
 
     def __getattr__(self, name):
         return getattr(self.hooks, name)
+
+    def python_code(self, f) -> bool:
+        """Whether global ``f`` names Python code, which may read other globals: a
+        function, or a class of Python code (not a builtin such as ``ValueError``)."""
+        v = resolve(f, self.globals)
+        return isinstance(v, types.FunctionType) or \
+            isinstance(v, type) and v.__module__ != "builtins" and not issubclass(v, BaseException)
 
     def settled(self, f) -> bool:
         """Whether ``f`` changes none of its arguments (``range``, ``len``: no gradient, or

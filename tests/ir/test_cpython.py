@@ -60,6 +60,17 @@ def test_a_pullback_is_called_as_a_method_of_its_own():
     assert calls and all(i.opname in ("LOAD_METHOD", "LOAD_ATTR") for i in calls)
 
 
+def test_a_transformed_functions_pullback_is_run_without_a_frame_of_its_own():
+    """`ops.pull` tests for the runtime's `Pullback` and calls its adjoint directly
+    (``pb.func(pb.args[0], dy)``): a recursion goes back one frame per level."""
+    def f(x):
+        return g(x) * x
+    code = emit(bytegrad.stages(f).adjoint)
+    names = [i.argval for i in dis.get_instructions(code)]
+    assert "func" in names and "args" in names
+    assert bytegrad.grad(f)(3.0) == pytest.approx(27.0)
+
+
 def g(x):
     return x * x
 

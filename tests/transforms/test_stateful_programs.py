@@ -2321,3 +2321,82 @@ def test_the_refusal_holds_after_many_loops_left_by_break():
         return v
     with pytest.raises(NotImplementedError, match="zip/enumerate/items/values"):
         bytegrad.gradient(f, [1.0, 2.0], 0.5)
+
+
+# ----------------------------------------------------------------- state kept in globals
+
+BOX = {}
+LOG = []
+
+
+class _State:
+    w = 0.0
+
+
+STATE = _State()
+LAST = None
+
+
+def _read_box(k):
+    return BOX["w"] * k
+
+
+def _through_box(x):
+    BOX["w"] = x * 2.0
+    return _read_box(3)
+
+
+def _read_state(k):
+    return STATE.w ** 2 * k
+
+
+def _through_state(x):
+    STATE.w = x + 1.0
+    return _read_state(2)
+
+
+def _read_log():
+    return sum(LOG)
+
+
+def _through_log(x):
+    LOG.clear()
+    LOG.append(x * x)
+    LOG.append(3.0 * x)
+    return _read_log()
+
+
+@pytest.mark.parametrize("f, expected", [
+    (_through_box, lambda x: 6.0),
+    (_through_state, lambda x: 4.0 * (x + 1.0)),
+    (_through_log, lambda x: 2.0 * x + 3.0),
+], ids=["dict item", "attribute", "list"])
+def test_a_value_stored_in_a_global_object_reaches_a_function_given_no_gradient(f, expected):
+    """The reader gets only an int (or nothing): it runs plainly unless something was
+    changed in place, as here, when it is differentiated and reads the stored value's
+    gradient back through the object."""
+    x = 1.3
+    g = bytegrad.grad(f)(x)
+    assert g == pytest.approx(expected(x)) and g == pytest.approx(fd_gradient(f, (x,), 0))
+
+
+def _store_global(x):
+    global LAST
+    LAST = x * 2.0
+    return LAST * 3.0
+
+
+def _store_global_stopped(x):
+    global LAST
+    LAST = bytegrad.stop_gradient(x * 2.0)
+    return x * 3.0
+
+
+def test_storing_a_differentiated_value_in_a_global_is_refused_by_name_and_line():
+    with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: .*global 'LAST'"):
+        bytegrad.grad(_store_global)(1.5)
+
+
+def test_storing_a_stopped_value_in_a_global_differentiates():
+    assert bytegrad.grad(_store_global_stopped)(1.5) == 3.0
+    assert LAST == 3.0
