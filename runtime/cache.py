@@ -11,6 +11,7 @@ Entries hold neither the code nor any globals dict alive.
 """
 from __future__ import annotations
 
+import sys
 import types
 import weakref
 
@@ -54,6 +55,9 @@ class Reading:
             if type(v) in _VALUES:
                 out.append((name, attr, _TYPE, type(v)))
                 continue
+            if _lasting(v):
+                out.append((name, attr, _SAME, v))
+                continue
             try:
                 out.append((name, attr, _WEAK, weakref.ref(v)))
             except TypeError:  # lists, dicts, builtins: held as they are
@@ -65,17 +69,30 @@ _VALUES = frozenset({int, float, complex, bool, str, type(None)})
 _SAME, _WEAK, _TYPE = range(3)
 
 
+def _lasting(v) -> bool:
+    """Whether ``v`` lives as long as the process and holds no function's globals, so it
+    can be held as it is (a weak reference costs a call at every check): an imported
+    module, or a C function of one (``math.sin``)."""
+    if type(v) is types.BuiltinFunctionType:
+        v = v.__self__
+    return type(v) is types.ModuleType and sys.modules.get(v.__name__) is v
+
+
 def still_decided(decided):
     """A function of a globals dict: whether each global (or module attribute) in
     ``decided`` still names what it named (a number or string: one of the same type).
 
     It runs at every call of a transformed function, so it is one expression made for
-    ``decided`` (``g.get('np', M) is h0() and getattr(g.get('np', M), 'sum', M) is h1()``),
+    ``decided`` (``(n0 := g.get('np', M)) is h0 and getattr(n0, 'sum', M) is h1``),
     in the order read, which a loop over the entries took three times as long to check."""
     held = {"M": _MISSING}
-    terms = []
+    terms, bound = [], {}
     for i, (name, attr, check, h) in enumerate(decided):
-        v = f"g.get({name!r}, M)"
+        if name in bound:  # (read once: a module's attributes follow the module)
+            v = bound[name]
+        else:
+            v = bound[name] = f"n{i}"
+            v = f"({v} := g.get({name!r}, M))"
         for part in attr or ():
             v = f"getattr({v}, {part!r}, M)"
         held[f"h{i}"] = h
