@@ -336,6 +336,26 @@ def forward_soft(f, /, *args, **kw):
     return f(*args, **kw), nograd(len(args))
 
 
+def forward_with(wrt, f, /, *args):
+    """``forward`` of a call whose operands at positions other than ``wrt`` (0 is the
+    callee) carry no gradient: a Python function goes through its transform where only
+    those entry arguments are active, when they are its entry arguments as given."""
+    if type(f) is not types.FunctionType or f in RULES:
+        return forward(f, *args)
+    code = f.__code__
+    for c in _CACHE.entries.get((id(code), wrt), ()):
+        if c.code() is code and c.still_decided(f.__globals__):
+            break
+    else:
+        if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+                code.co_kwonlyargcount or code.co_argcount != len(args):
+            return forward(f, *args)  # (to bind: the transform of every argument)
+        c = _CACHE.get(code, f.__globals__, wrt)
+    y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *args)
+    pb = Pullback(c.adjoint, tape)
+    return _pulled(y, pb) if WATCH.all else (y, pb)
+
+
 def forward_reading(f, /, *args, **kw):
     """``forward`` for a call of code known only at run time that is given nothing
     carrying a gradient: it runs plainly unless something has been changed in place to
@@ -397,5 +417,6 @@ def run_plain(f, args, kw, call=None, name=None):
 _Hooks.forward = staticmethod(forward)
 _Hooks.forward_soft = staticmethod(forward_soft)
 _Hooks.forward_reading = staticmethod(forward_reading)
+_Hooks.forward_with = staticmethod(forward_with)
 _Hooks.forward_in_try = staticmethod(forward_in_try)
 _Hooks.pullback = Pullback

@@ -32,6 +32,7 @@ class Activity(set):
     def __init__(self, xs=()):
         super().__init__(xs)
         self.soft = set()
+        self.hazards = set()  # (what `_Hazards` found: may be changed in place)
         # calls of code known only at run time given nothing that carries a gradient: the
         # code may still read one, through a global, from an object changed in place
         self.reading = set()
@@ -124,6 +125,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 for p, a in zip(ir.blocks[br.target].args, br.args):
                     if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
                         changed |= reach(p, not strong(a))
+    active.hazards = hazard
     return active
 
 

@@ -55,6 +55,22 @@ def taped_call(st, taped):
     return taped(st.fn)
 
 
+def _partly(st, active, hooks):
+    """``forward_with(wrt, f, a, …)`` for a call ``f(a, …)`` some of whose operands can
+    carry no gradient (not active, nor an object that may be changed to hold one):
+    ``wrt``, the positions of the others, picks the callee's transform where only
+    those entry arguments are active (``f(x, n - 1)`` records nothing of ``n``)."""
+    if st.kw:
+        return None
+    hazards = getattr(active, "hazards", ())
+    wrt = (0,) + tuple(i for i, x in enumerate(st.args, 1)  # (the callee's own: as always)
+                       if isinstance(x, Var) and (x in active or x in hazards)
+                       or isinstance(x, Global) and (x in hazards or hooks.changeable(x)))
+    if len(wrt) == len(st.args) + 1:
+        return None
+    return Stmt(hooks.forward_with, (wrt, st.fn) + st.args, None, st.line)
+
+
 def register(ir, active, hooks) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
@@ -89,8 +105,8 @@ def register(ir, active, hooks) -> IR:
             for k, (_, br) in enumerate(incoming(ir, b)):
                 edge_no[id(br)] = k
     for b, blk in enumerate(ir.blocks):
-        for v, st in blk.stmts:
-            st = st.map(look)
+        for v, primal in blk.stmts:
+            st = primal.map(look)
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
@@ -106,7 +122,8 @@ def register(ir, active, hooks) -> IR:
             elif blk.catches():  # (a callee that changes something and raises: refused)
                 call = Stmt(hooks.forward_in_try, (via, st.fn) + st.args, st.kw, st.line)
             else:
-                call = Stmt(via, (st.fn,) + st.args, st.kw, st.line)
+                partly = _partly(primal, active, hooks) if via is forward else None
+                call = partly.map(look) if partly else Stmt(via, (st.fn,) + st.args, st.kw, st.line)
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))

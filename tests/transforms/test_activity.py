@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from bytegrad.ir import Var
+from bytegrad.ir import Global, Var
 from bytegrad.runtime.forward import compiled
 from bytegrad.transforms.activity import scalars
 from bytegrad.runtime.rules import scalar_kind
@@ -174,3 +174,33 @@ def test_a_bound_taken_from_an_array_keeps_its_loop_plain():
     text = str(bytegrad.stages(_rows_by_shape).forward)
     assert " = range(" in text and "forward(range" not in text
     check_grad(_rows_by_shape, arr((3, 3)), arr(3, seed=1))
+
+
+
+def _term(x, i):
+    return x * (i + 1) ** 2 / (i + 2)
+
+
+def _series(x):
+    s = 0.0
+    for i in range(5):
+        s = s + _term(x, i)
+    return s
+
+
+def test_a_call_given_an_argument_without_gradient_takes_the_transform_where_it_is_inactive():
+    """``_term(x, i)`` with a loop counter ``i``: the call goes to the transform of
+    ``_term`` where only ``x`` is active, which records nothing of ``i``."""
+    from bytegrad.runtime.forward import forward_with
+    calls = [st for b in compiled(_series).stages.forward.blocks for _, st in b.stmts
+             if st.fn is forward_with]
+    assert [st.args[:2] for st in calls] == [((0, 1), Global("_term"))]
+    everything, partly = _recorded(_term), _recorded_in(compiled(_term, (0, 1)))
+    assert len(partly) == 2 and len(everything) > len(partly)  # x * …, … / …
+    assert bytegrad.grad(_series)(0.7) == pytest.approx(sum((i + 1) ** 2 / (i + 2) for i in range(5)))
+    check_grad(_series, 0.7)
+
+
+def _recorded_in(c):
+    return [st for b in c.stages.forward.blocks for _, st in b.stmts if st.fn is not None
+            and getattr(st.fn, "__module__", "").startswith("bytegrad.primitives")]
