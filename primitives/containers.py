@@ -428,9 +428,17 @@ def _bound(x, name):
 def merge_rule(merge):
     def r(m, other):
         before = set(m)
-        y = merge(m, other)
-        return y, lambda d: (None, {k: g for k, g in d.items() if k in before and k not in other},
-                             {k: d.get(k) for k in other})
+        y, sh = merge(m, other), current()
+
+        def back(d):
+            if y is m and sh.mutated:  # (changed in place later: what it holds is ours to split)
+                d = unwrap(accum(d, sh.take(y)))
+            d = d or {}
+            return None, {k: g for k, g in d.items() if k in before and k not in other}, \
+                {k: d.get(k) for k in other}
+        # an update returns its operand, which `ops.watch` leaves to its maker: made
+        # plainly (``{**m}``), it has none, so the update's pullback takes its gradient
+        return y, Effect(back) if y is m else back
     return r
 
 

@@ -70,6 +70,46 @@ def test_dict_ior_changes_in_place():
     check_stateful(_ior, {"x": X, "y": 0.7})
 
 
+def _unpacked_then_changed(x):
+    m = {"a": x * 2.0, "b": 3.0}
+    r = {**m}
+    r["c"] = 1.0
+    return r["a"] * 3.0
+
+
+def _unpacked_twice_then_changed(x):
+    base = {"a": x, "k": 2.0}
+    r = {**base, **{"z": x * 4.0}}
+    r["k"] = r["k"] * x
+    return r["a"] * r["k"] + r["z"] + base["a"]
+
+
+def _ior_then_changed(x):
+    r = {"a": x * 2.0}
+    r |= {"b": x * x}
+    r["a"] = r["a"] * r["b"]
+    return r["a"] * 3.0 + r["b"]
+
+
+def _argument_ior_then_changed(d, x):
+    d |= {"b": x * 3.0}
+    d["a"] = d["a"] * x
+    return d["a"] + d["b"]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args", [
+    (_unpacked_then_changed, (1.5,)),
+    (_unpacked_twice_then_changed, (1.5,)),
+    (_ior_then_changed, (1.5,)),
+    (_argument_ior_then_changed, ({"a": 2.0}, 1.5)),
+], ids=["{**m} changed", "{**m, **n} changed", "|= changed", "argument |= changed"])
+def test_a_dict_updated_in_place_and_then_changed_keeps_its_gradients(f, args):
+    """``{**m}`` is an empty dict updated in place (``DICT_UPDATE``): its values' gradients,
+    left in the shadow by a later change, reach ``m`` (they were silently None)."""
+    check_stateful(f, *args)
+
+
 def test_counter_or_is_its_own_python_code():
     # Counter.__or__ keeps the larger count, not the right operand's
     f = lambda x: (collections.Counter(a=x) | collections.Counter(a=2.0))["a"]  # noqa: E731

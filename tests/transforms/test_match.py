@@ -164,3 +164,16 @@ def test_the_structural_tests_carry_no_gradient(test):
     for x in (1.5, np.array([1.0, 2.0]), [1.0, 2.0], {"a": 1.0}, Point(1.0, 2.0)):
         assert type(test(x)) is bool
     assert fd_gradient(lambda x: float(test(x)), [1.5], 0) == 0.0
+
+
+def _rest_of_a_mapping(x):
+    match {"a": x * 2.0, "b": 3.0, "c": x}:
+        case {"b": b, **rest}:
+            rest["c"] = rest["c"] * b
+            return rest["a"] * b + rest["c"]
+
+
+@pytest.mark.regression
+def test_the_values_of_a_mapping_patterns_rest_get_their_gradients():
+    check_grad(_rest_of_a_mapping, 1.5)
+    assert bytegrad.grad(_rest_of_a_mapping)(1.5) == pytest.approx(9.0)
