@@ -25,6 +25,12 @@ _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
 _COMPARE = {f: i for i, f in enumerate(COMPARE_OPS)}
 _UNARY = {f: name for name, f in UNARY_OPS.items()}
 _TESTED = (ops.watch, ops.pull, ops.resolved)  # emitted as a test and two paths that load operands
+
+
+def _fast(st) -> bool:
+    """Whether ``st`` calls a taped rule with a fast path to write inline (`ops.Inline`)."""
+    return not st.kw and type(getattr(st.fn, "inline", None)) is ops.Inline \
+        and len(st.args) == len(st.fn.inline.guards) + 1
 _BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
           ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
 
@@ -56,7 +62,7 @@ class _Emitter:
                 if isinstance(x, Var):
                     self.uses[x] = self.uses.get(x, 0) + 1
                     self.user_block[x] = b
-        self.twice = {x for _, _, st in ir.statements() if st.fn in _TESTED
+        self.twice = {x for _, _, st in ir.statements() if st.fn in _TESTED or _fast(st)
                       for x in st.operands() if isinstance(x, Var)}  # loaded on two paths
         self.alias = {}    # var → var holding the same object (a loop's iterator)
         self.inline = {}   # var → node to emit in place of loading it
@@ -104,6 +110,8 @@ class _Emitter:
             self.watch(args, line)
         elif native and fn is ops.resolved and len(args) == 3:
             self.resolved(args, line)
+        elif _fast(st):
+            self.fast(fn, args, line)
         elif native and fn in _BINARY and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_OP", _BINARY[fn], line)
@@ -301,6 +309,39 @@ class _Emitter:
         self.put(WRITER.load_method("__call__"), line)
         self.load(dy, line)
         self.put(WRITER.call(1), line)
+        self.out.append(end)
+
+    def fast(self, fn, args, line):
+        """``rec(push, a, …)`` with its fast path inline (see `ops.Inline`)."""
+        spec, push, xs = fn.inline, args[0], args[1:]
+        if any(not isinstance(x, (Var, Slot, Global)) and type(x) is not t
+               for x, t in zip(xs, spec.guards)):
+            return self.call(fn, args, {}, line)  # (a constant the fast path never takes)
+        slow, end = Label(), Label()
+        for x, t in zip(xs, spec.guards):
+            if isinstance(x, (Var, Slot, Global)):
+                self.call(type, [x], {}, line)
+                self.load(t, line)
+                self.i("IS_OP", 0, line)
+                self.put(WRITER.jump_if(False, slow, forward=True), line)
+        if spec.op in _BINARY:
+            self.loads(xs, line)
+            self.i("BINARY_OP", _BINARY[spec.op], line)
+        else:
+            self.call(spec.op, xs, {}, line)
+        for item in spec.pushes:  # (y stays below each call)
+            self.put(WRITER.before_callee(), line)
+            self.load(push, line)
+            self.put(WRITER.after_callee(), line)
+            if item == "y":
+                self.i("COPY", 3, line)
+            else:
+                self.load(item[1] if type(item) is tuple else xs[item], line)
+            self.put(WRITER.call(1), line)
+            self.i("POP_TOP", line=line)
+        self.i("JUMP_FORWARD", end, line)
+        self.out.append(slow)
+        self.call(fn, args, {}, line)
         self.out.append(end)
 
     def resolved(self, args, line):

@@ -432,6 +432,25 @@ def resolved(value, expected, name):
     return value
 
 
+class Inline:
+    """A taped rule's fast path, which the emitter writes in place of the call
+    ``%y = rec(push, a, …)``: where each operand's type is exactly ``guards[i]``,
+    ``y = op(a, …)`` (an operator with an instruction of its own, or any callable),
+    then ``push(item)`` for each of ``pushes``: an operand's index, ``"y"`` (the
+    result), or ``("const", k)``; elsewhere the call.  The same values reach the tape
+    either way, without the call's frame::
+
+        %9 = taped.mul_record(%4, %2, %3)   →   if type(%2) is float and type(%3) is float:
+                                                    %9 = %2 * %3; %4(%2); %4(%3)
+                                                else: %9 = taped.mul_record(%4, %2, %3)
+    """
+
+    __slots__ = ("guards", "op", "pushes")
+
+    def __init__(self, guards, op, pushes):
+        self.guards, self.op, self.pushes = tuple(guards), op, tuple(pushes)
+
+
 def watch(w, pb, y, *operands):
     """``%p2 = ops.watch(W, %p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
     or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be

@@ -23,7 +23,7 @@ import operator as op
 
 from ._frozen import np
 
-from ..ir.ops import watch
+from ..ir.ops import Inline, watch
 from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
@@ -67,6 +67,7 @@ def _signed(f, sign):
         if d is None:
             return _NONES
         return None, d if k & 1 else None, (d if sign > 0 else -d) if k & 2 else None
+    record.inline = Inline((float, float), f, [("const", 3)])
     return record, back
 
 
@@ -91,6 +92,7 @@ def _operands(f, grads):
             return _NONES
         da, db = grads(a, b, d)
         return None, None if type(a) is int else da, None if tb is int else db
+    record.inline = Inline((float, float), f, [0, 1])
     return record, back
 
 
@@ -112,6 +114,7 @@ def _power(f):
         if d is None:
             return _NONES
         return None, d * n * a ** (n - 1) if n else d * 0.0, None
+    record.inline = Inline((float, int), f, [0, 1])
     return record, back
 
 
@@ -133,6 +136,7 @@ def _unary(f, df):
         if d is None:
             return _NONES
         return None, d * df(math, float(x), y)
+    record.inline = Inline((float,), f, [0, "y"])
     return record, back
 
 

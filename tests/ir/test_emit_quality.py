@@ -4,7 +4,11 @@ the work of the original with about as many instructions."""
 from __future__ import annotations
 
 import dis
+import math
+import sys
+import types
 
+import numpy as np
 import pytest
 
 from bytegrad.ir import Global, emit, lift, ops
@@ -85,3 +89,36 @@ def test_lifting_scales_linearly_and_keeps_only_live_loop_variables():
         # the loop header carries the iterator, s and t0..t6, nothing else
         assert max(len(b.args) for b in ir.blocks[1:]) <= 9
     assert sizes[200] - sizes[100] == 2 * (sizes[100] - sizes[50])
+
+
+def _scalar_program(x, n):
+    s = 0.0
+    for i in range(n):
+        s += math.sin(x) * s - x ** 2 / (s * s + 2.0) + i
+    return s * x
+
+
+@pytest.mark.parametrize("args", [(0.7, 4), (np.float64(0.7), 3), (2, 3), (np.float32(0.7), 2)],
+                         ids=["float", "float64", "int", "float32"])
+def test_a_taped_rules_fast_path_is_inline_and_tapes_what_its_call_does(args, monkeypatch):
+    """`ops.Inline`: where the operands are floats the record's work is written inline
+    (a type test, the operation, the pushes); any other operand takes the call.  Either
+    way the result and the tape are the call's."""
+    from bytegrad.runtime.forward import compiled
+    emitter = sys.modules["bytegrad.ir.emit"]  # (the package exports the function `emit`)
+    fwd = compiled(_scalar_program).stages.forward
+    inline = emitter.emit(fwd)
+    assert float in [i.argval for i in dis.get_instructions(inline)]
+    monkeypatch.setattr(emitter, "_fast", lambda st: False)
+    called = emitter.emit(fwd)
+    run = lambda code: types.FunctionType(code, _scalar_program.__globals__)(_scalar_program, *args)
+    (y1, tape1), (y2, tape2) = run(inline), run(called)
+    assert y1 == y2 and len(tape1) == len(tape2)
+    assert all(map(_same_entry, tape1, tape2))
+
+
+def _same_entry(a, b):
+    """Tape entries alike: equal values, or pullbacks of the same kind (made anew per run)."""
+    if type(a) is not type(b):
+        return False
+    return a == b if type(a) in (int, float, np.float64, np.float32) else callable(a)
