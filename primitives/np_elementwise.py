@@ -223,18 +223,20 @@ UNARY = [
 ]
 
 
-# Functions whose derivative is finite wherever the argument is: a zero cotangent gives
-# zero without `zero_cotangent`'s check (the others have poles, edges of their domain, or
-# derivatives that overflow: exp at 710).
-_BOUNDED = frozenset({"sin", "cos", "tanh", "arctan", "arcsinh", "deg2rad", "radians",
-                      "rad2deg", "degrees", "negative", "positive", "sinc", "square",
-                      "expit", "log_expit", "erf", "erfc", "j0", "j1"})
+# Functions without singular points (poles, edges of the domain where the slope is
+# infinite): a zero cotangent gives zero without `zero_cotangent`'s pass over the result.
+# Their derivative is infinite only where it overflows, as exp's at 710, and there the
+# value is infinite too.
+_SMOOTH = frozenset({"sin", "cos", "tan", "exp", "exp2", "expm1", "sinh", "cosh", "tanh",
+                     "arctan", "arcsinh", "deg2rad", "radians", "rad2deg", "degrees",
+                     "negative", "positive", "sinc", "square", "expit", "log_expit", "erf",
+                     "erfc", "j0", "j1", "i0", "i1"})
 
 
 def unary_rule(f, mode, deriv, fuse):
     """The rule of the elementwise function ``f`` whose derivative is ``deriv(x, y)``."""
     divide = mode is DIV
-    bounded = f.__name__ in _BOUNDED
+    smooth = f.__name__ in _SMOOTH
     of_y = fuse is not None and fuse[1] == "y"  # (the kernel's operand): the derivative needs y alone
 
     def r(x, *rest, **kw):
@@ -266,7 +268,7 @@ def unary_rule(f, mode, deriv, fuse):
                 if cx:
                     u = np.conj(u)
                 g = d / u if divide else d * u
-            return None, ub(x, g if bounded else zero_cotangent(d, g))
+            return None, ub(x, g if smooth else zero_cotangent(d, g))
         return y, back
     return r
 

@@ -47,8 +47,7 @@ def test_pairwise_distances_closed_form(x):
     np.testing.assert_allclose(g, np.sign(x[:, None] - x[None, :]).sum(axis=1), atol=1e-12)
 
 
-# (name, function, boundary point, interior range, derivative in closed form): the
-# derivative is infinite at the boundary point (exp's overflows at 710)
+# (name, function, boundary point or pole, interior range, derivative in closed form)
 EDGES = [
     ("sqrt", np.sqrt, 0.0, (0.1, 10), lambda x: 0.5 / np.sqrt(x)),
     ("cbrt", np.cbrt, 0.0, (0.1, 10), lambda x: 1 / (3 * np.cbrt(x) ** 2)),
@@ -62,7 +61,6 @@ EDGES = [
     ("arccosh", np.arccosh, 1.0, (1.1, 5), lambda x: 1 / np.sqrt(x * x - 1)),
     ("arctanh", np.arctanh, 1.0, (-0.9, 0.9), lambda x: 1 / (1 - x * x)),
     ("reciprocal", np.reciprocal, 0.0, (0.1, 5), lambda x: -1 / (x * x)),
-    ("exp overflowing", np.exp, 710.0, (-3, 3), np.exp),
     ("x ** 0.5", lambda x: x ** 0.5, 0.0, (0.1, 10), lambda x: 0.5 / np.sqrt(x)),
     ("power", lambda x: np.power(x, 0.5), 0.0, (0.1, 10), lambda x: 0.5 / np.sqrt(x)),
     ("float_power", lambda x: np.float_power(x, 0.5), 0.0, (0.1, 10), lambda x: 0.5 / np.sqrt(x)),
