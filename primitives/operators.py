@@ -8,10 +8,10 @@ integer arrays.  For arrays the pullbacks return `Lazy` results, so the gradient
 a constant operand (``x * 2.0``) is never computed.  ``a ** b``: ``d/da`` is 0 where
 ``b`` is 0, ``d/db = y log |a|`` (0 where ``a`` is 0).  At a pole or boundary point
 (``a / 0``, ``0.0 ** 0.5``) a zero cotangent gives 0, a nonzero one inf or nan (the
-NaN policy of the README).  ``abs``: ``sign(x)`` (0 at
-0), ``x / |x|`` for complex (0 at 0).  ``a @ b`` follows NumPy's rules for 1-D
-operands and batch broadcasting.  Floor division (piecewise constant),
-comparisons, ``is``, ``in``, ``not`` and bitwise operators carry no gradient.
+NaN policy of the README).  ``abs``: ``sign(x)`` (0 at 0), ``x / |x|`` for complex (0
+at 0).  ``a @ b`` follows NumPy's rules for 1-D operands and batch broadcasting.
+Floor division (piecewise constant), comparisons, ``is``, ``in``, ``not`` and bitwise
+operators carry no gradient.
 """
 from __future__ import annotations
 
@@ -138,11 +138,11 @@ def _div(a, b):
         return y, lambda d: (None, d / b if fa else None, -d * y / b if fb else None)
 
     # a divisor that is a number other than 0 has no pole: the check would find nothing
-    police = _as_is if (type(b) in _FLOATS or type(b) in _INTS) and b else zero_cotangent
+    policy = _as_is if (type(b) in _FLOATS or type(b) in _INTS) and b else zero_cotangent
 
     def back(d):
-        da = police(d, d / conj(b))
-        return _grads(a, b, lambda: ub(a, da), lambda: ub(b, police(d, -da * conj(y))))
+        da = policy(d, d / conj(b))
+        return _grads(a, b, lambda: ub(a, da), lambda: ub(b, policy(d, -da * conj(y))))
     return y, back
 
 

@@ -74,6 +74,10 @@ EDGES = [
 ]
 
 
+AT_EDGES = pytest.mark.parametrize("f, edge, interior, df", [e[1:] for e in EDGES],
+                                   ids=[e[0] for e in EDGES])
+
+
 def points_and_cotangents(edge, lo, hi):
     """Arrays ``x`` of boundary and interior points, and cotangents ``d`` with zeros
     (-0.0 too) and nonzeros of both signs, of one shape."""
@@ -82,7 +86,7 @@ def points_and_cotangents(edge, lo, hi):
         hnp.arrays(np.float64, shape, elements=st.sampled_from([0.0, -0.0, 1.5, -2.0]))))
 
 
-@pytest.mark.parametrize("f, edge, interior, df", [e[1:] for e in EDGES], ids=[e[0] for e in EDGES])
+@AT_EDGES
 @SETTINGS
 @given(data=st.data())
 def test_zero_cotangent_gives_zero_and_others_ieee(f, edge, interior, df, data):
@@ -93,7 +97,7 @@ def test_zero_cotangent_gives_zero_and_others_ieee(f, edge, interior, df, data):
     np.testing.assert_allclose(g, expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("f, edge, interior, df", [e[1:] for e in EDGES], ids=[e[0] for e in EDGES])
+@AT_EDGES
 def test_masked_boundary_point_gets_zero(f, edge, interior, df):
     x = np.array([edge, interior[0], interior[1]])
     keep = np.array([False, True, True])
