@@ -122,6 +122,24 @@ def _sum_to(g, shape):
     return g.reshape(shape)
 
 
+def zero_cotangent(d, g):
+    """``g``, the product of the cotangent ``d`` and a partial derivative (``d * u`` or
+    ``d / v``, before summing back), with 0 where ``d`` is 0 and IEEE arithmetic made
+    NaN: a zero cotangent times any partial is zero, also an infinite one at a boundary
+    point (``sqrt`` at 0), so that a value masked out downstream (``np.where``,
+    ``np.tril``, a slice) sends no NaN back.  Where ``d`` is not 0, ``g`` is left as IEEE
+    arithmetic made it (inf or NaN).  Changes an array ``g`` in place."""
+    if type(g) is not np.ndarray:
+        return g if g == g or d != 0 else type(g)(0)
+    if g.dtype.kind in "fc" and g.size:
+        # (one pass: NaN propagates through minimum, on one thread, unlike BLAS's dot;
+        # ravel gives a view, products being contiguous)
+        m = np.minimum.reduce(g.ravel(order="K"))
+        if m != m:
+            np.copyto(g, 0, where=np.isnan(g) & (d == 0))
+    return g
+
+
 BIG = 10_000  # arrays from this size on go to the fused kernels (see bench/kernels_elementwise.py)
 _numba = None
 

@@ -19,7 +19,8 @@ Complex gradients follow the Zygote convention used by the operator rules: for
 ``z = x + iy`` the gradient is ``∂f/∂x + i ∂f/∂y``, so a holomorphic ``g`` pulls
 back ``dy`` to ``dy * conj(g'(z))``.  Ints and bools get no gradient (None).
 Derivatives that are infinite at a domain edge (``sqrt`` at 0, ``asin`` at ±1) are
-``inf`` (``-inf`` for ``acos``) rather than an error.
+``inf`` (``-inf`` for ``acos``) rather than an error; a zero cotangent there gives 0,
+not ``0 * inf = nan`` (the NaN policy of the README).
 ``gamma' = gamma * digamma``, with `digamma` implemented below.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ._frozen import math
 from ._frozen import np
 
 from ..runtime.rules import nograd, nondifferentiable, returns_scalars, rule
-from ._util import conj, unbroadcast as ub
+from ._util import conj, unbroadcast as ub, zero_cotangent
 from .containers import SETS, IndexIter, set_grad
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -116,7 +117,7 @@ def _unary(m, f, df):
         y = f(x)
         if _int(x):
             return y, nograd(1)
-        return y, lambda d: (None, ub(x, d * conj(df(m, _number(m, x), y))))
+        return y, lambda d: (None, ub(x, zero_cotangent(d, d * conj(df(m, _number(m, x), y)))))
 
 
 for _m in (math, cmath):
@@ -156,7 +157,7 @@ def _pow(x, p):
             if fp == 0:
                 dx = d * 0.0
             elif fx == 0 and fp < 1:
-                dx = d * math.copysign(math.inf, fp)
+                dx = zero_cotangent(d, d * math.copysign(math.inf, fp))
             else:
                 dx = d * fp * math.pow(fx, fp - 1)
             dx = ub(x, dx)

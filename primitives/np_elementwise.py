@@ -57,7 +57,8 @@ Conventions:
     where ``a`` is 0 and ``y log |a|`` for negative real ``a`` (as `math.pow`).
   * arctan2 at (0, 0), hypot at (0, 0), sinc's removable point and angle at 0
     have gradient 0; the other singular points give inf or nan as NumPy's
-    arithmetic does (``log`` at 0: ``dy / 0``).
+    arithmetic does (``log`` at 0: ``dy / 0``), except where ``dy`` is 0: there the
+    gradient is 0 (the NaN policy of the README, `_util.zero_cotangent`).
   * mod/remainder: ``d/da = 1``, ``d/db = -floor(a / b)``; fmod: ``-trunc(a / b)``.
   * Ufunc options ``dtype=``, ``casting=``, ``order=``, ``subok=`` are passed on;
     ``out=`` (also positional) and ``where=`` are not differentiable yet: with a
@@ -87,7 +88,7 @@ from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from . import _util
 from ._named import by_name
 from ._on_import import when_imported
-from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub
+from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub, zero_cotangent
 from .operators import _grads, pow_grads
 
 _NOGRAD1 = nograd(1)
@@ -222,9 +223,20 @@ UNARY = [
 ]
 
 
+# Functions without singular points (poles, edges of the domain where the slope is
+# infinite): a zero cotangent gives zero without `zero_cotangent`'s pass over the result.
+# Their derivative is infinite only where it overflows, as exp's at 710, and there the
+# value is infinite too.
+_SMOOTH = frozenset({"sin", "cos", "tan", "exp", "exp2", "expm1", "sinh", "cosh", "tanh",
+                     "arctan", "arcsinh", "deg2rad", "radians", "rad2deg", "degrees",
+                     "negative", "positive", "sinc", "square", "expit", "log_expit", "erf",
+                     "erfc", "j0", "j1", "i0", "i1"})
+
+
 def unary_rule(f, mode, deriv, fuse):
     """The rule of the elementwise function ``f`` whose derivative is ``deriv(x, y)``."""
     divide = mode is DIV
+    smooth = f.__name__ in _SMOOTH
     of_y = fuse is not None and fuse[1] == "y"  # (the kernel's operand): the derivative needs y alone
 
     def r(x, *rest, **kw):
@@ -250,11 +262,13 @@ def unary_rule(f, mode, deriv, fuse):
 
         def back(d):
             if type(d) is np.ndarray and d.size >= _INPLACE:
-                return None, ub(x, _large(d, xa, y, cx, divide, deriv, fuse))
-            u = deriv(xa, y)
-            if cx:
-                u = np.conj(u)
-            return None, ub(x, d / u if divide else d * u)
+                g = _large(d, xa, y, cx, divide, deriv, fuse)
+            else:
+                u = deriv(xa, y)
+                if cx:
+                    u = np.conj(u)
+                g = d / u if divide else d * u
+            return None, ub(x, g if smooth else zero_cotangent(d, g))
         return y, back
     return r
 
@@ -364,8 +378,12 @@ def _angle(z, *rest, **kw):
 
 # -- Binary functions: one table, one rule maker.
 
+def _div_a(d, a, b, y):
+    return zero_cotangent(d, d / np.conj(b))
+
+
 def _div_b(d, a, b, y):
-    return -d * np.conj(y / b)
+    return zero_cotangent(d, -d * np.conj(y / b))
 
 
 def _mod_b(d, a, b, y):
@@ -407,7 +425,7 @@ BINARY = [
     ((np.add,), lambda d, a, b, y: d, lambda d, a, b, y: d),
     ((np.subtract,), lambda d, a, b, y: d, lambda d, a, b, y: -d),
     ((np.multiply,), lambda d, a, b, y: d * np.conj(b), lambda d, a, b, y: np.conj(a) * d),
-    ((np.divide,), lambda d, a, b, y: d / np.conj(b), _div_b),
+    ((np.divide,), _div_a, _div_b),
     ((np.remainder,), lambda d, a, b, y: d, _mod_b),
     ((np.fmod,), lambda d, a, b, y: d, _fmod_b),
     ((np.arctan2,), lambda d, a, b, y: _atan2(d, a, b, y, True),
@@ -672,7 +690,7 @@ def elementwise_rule(f, partials, output=None):
                 return None
             if type(p) is str:
                 return lambda: _not_implemented(f, p)
-            return lambda: ub(x, d * conj(p(*arrs, y)))
+            return lambda: ub(x, zero_cotangent(d, d * conj(p(*arrs, y))))
 
         def back(d):
             if output is not None:

@@ -21,7 +21,8 @@ Conventions where the derivative is not unique:
   to the NaNs; with ``initial=`` an initial value equal to the result counts as one
   of the tied candidates.
 * std: zero gradient where the standard deviation is 0.
-* norm: zero gradient where the norm is 0; sign(0) = 0 for the 1-norms.
+* norm: zero gradient where a vector norm is 0; sign(0) = 0 for the 1-norms; an order
+  p < 1 at a zero entry, where the slopes are ±inf: nan, 0 where the cotangent is 0.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ._frozen import np
 from ..runtime.algebra import is_differentiable
 from ..runtime.rules import nograd, rule
 from . import buffers
-from ._util import light, unbroadcast
+from ._util import light, unbroadcast, zero_cotangent
 
 _NV = np._NoValue
 _NONES = [(None,) * n for n in range(12)]
@@ -639,7 +640,7 @@ def _vector_norm_grad(x, p, axes, yk, d):
     ax = np.abs(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(yk != 0, d * yk ** (1 - p), 0)
-        return _sign(x) * ax ** (p - 1) * scale
+        return zero_cotangent(scale, _sign(x) * ax ** (p - 1) * scale)  # (p < 1: x = 0 is a pole)
 
 
 def _matrix_norm_grad(x, p, axes, yk, d):

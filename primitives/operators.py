@@ -6,10 +6,12 @@ paper's convention for complex numbers, ``Δ * conj(∂y/∂x)``, have their ope
 shape and floating dtype (float32 stays float32), and are None for ints, bools and
 integer arrays.  For arrays the pullbacks return `Lazy` results, so the gradient of
 a constant operand (``x * 2.0``) is never computed.  ``a ** b``: ``d/da`` is 0 where
-``b`` is 0, ``d/db = y log |a|`` (0 where ``a`` is 0).  ``abs``: ``sign(x)`` (0 at
-0), ``x / |x|`` for complex (0 at 0).  ``a @ b`` follows NumPy's rules for 1-D
-operands and batch broadcasting.  Floor division (piecewise constant),
-comparisons, ``is``, ``in``, ``not`` and bitwise operators carry no gradient.
+``b`` is 0, ``d/db = y log |a|`` (0 where ``a`` is 0).  At a pole or boundary point
+(``a / 0``, ``0.0 ** 0.5``) a zero cotangent gives 0, a nonzero one inf or nan (the
+NaN policy of the README).  ``abs``: ``sign(x)`` (0 at 0), ``x / |x|`` for complex (0
+at 0).  ``a @ b`` follows NumPy's rules for 1-D operands and batch broadcasting.
+Floor division (piecewise constant), comparisons, ``is``, ``in``, ``not`` and bitwise
+operators carry no gradient.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ._frozen import np
 from ..runtime.algebra import accum
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule
 from . import buffers
-from ._util import abs_grad, active, conj, light, unbroadcast as ub
+from ._util import abs_grad, active, conj, light, unbroadcast as ub, zero_cotangent
 from .mutation import in_place
 from .np_linalg import matmul_thunks
 
@@ -131,14 +133,21 @@ def _mul(a, b):
 def _div(a, b):
     y = a / b
     r = _real(a, b)
-    if r is not None:
+    if r is not None and b:  # (b is 0 only as a float64 here: float / 0.0 raised)
         fa, fb = r
         return y, lambda d: (None, d / b if fa else None, -d * y / b if fb else None)
 
+    # a divisor that is a number other than 0 has no pole: the check would find nothing
+    policy = _as_is if (type(b) in _FLOATS or type(b) in _INTS) and b else zero_cotangent
+
     def back(d):
-        da = d / conj(b)
-        return _grads(a, b, lambda: ub(a, da), lambda: ub(b, -da * conj(y)))
+        da = policy(d, d / conj(b))
+        return _grads(a, b, lambda: ub(a, da), lambda: ub(b, policy(d, -da * conj(y))))
     return y, back
+
+
+def _as_is(d, g):
+    return g
 
 
 nondifferentiable(op.floordiv, op.ifloordiv)  # piecewise constant: no gradient
@@ -198,13 +207,24 @@ def pow_grads(a, b, y, d, power=None):
                     g *= d  # (one array, from the cache of large ones, scaled in place)
                     return ub(a, g)
                 return ub(a, d * conj(a2 + a2))
-            return ub(a, d * conj(b2 * pw(a2, b2 - 1)))
+            try:
+                u = b2 * pw(a2, b2 - 1)
+            except ZeroDivisionError:  # 0.0 ** -0.5 raises where NumPy and math.pow give inf
+                u = b2 * math.inf
+            return ub(a, zero_cotangent(d, d * conj(u)))
         with np.errstate(divide="ignore", invalid="ignore"):
             u = b2 * pw(a2, b2 - 1)
         if isinstance(u, np.ndarray):
             u[np.broadcast_to(b2 == 0, u.shape)] = 0
-        return ub(a, d * conj(u))
-    return _grads(a, b, da, lambda: ub(b, d * conj(y * _log(a2))))
+        return ub(a, zero_cotangent(d, d * conj(u)))
+    return _grads(a, b, da, lambda: ub(b, zero_cotangent(d, d * conj(y * _log(a2)))))
+
+
+def int_power_grad(d, a, n):
+    """``d n a^(n-1)`` for a real scalar ``a`` and an int ``n <= 0`` (callers compute it
+    themselves for ``n > 0``, the common case): 0 for ``n = 0``; for ``n < 0`` under the
+    NaN policy (`zero_cotangent`) at the pole ``a = 0``, reached by a float64 ``a``."""
+    return zero_cotangent(d, d * n * a ** (n - 1)) if n else d * 0.0
 
 
 @rule(op.pow, pow)
@@ -213,7 +233,8 @@ def _pow(a, b, *mod):
         return pow(a, b, *mod), lambda d: (None, None, None, None)
     y = a ** b
     if type(a) in _FLOATS and type(b) is int:
-        return y, lambda d: (None, d * b * a ** (b - 1) if b else d * 0.0, None)
+        return y, lambda d: (None, d * b * a ** (b - 1) if b > 0 else int_power_grad(d, a, b),
+                             None)
     y_b = y if active(b) else None  # (only the exponent's gradient needs y: not kept for x ** 2)
     return y, lambda d: pow_grads(a, b, y_b, d)
 

@@ -260,14 +260,15 @@ def _int(x):
 def _spread(f, ddof, root):
     """The rule of ``f``, the variance (``root``: the standard deviation) of data about
     their mean or a given centre, over ``n - ddof``: d var / d x_i = 2 (x_i - c) / (n - ddof),
-    the given centre's gradient is minus their sum (with the mean, that sum is 0)."""
+    the given centre's gradient is minus their sum (with the mean, that sum is 0).  Where
+    the standard deviation is 0 (sqrt's boundary point) its gradient is 0, as np.std's."""
     def r(data, centre=None):
         v = list(items(data))
         y = f(v, centre)
         c = statistics.mean(v) if centre is None else centre
 
         def back(d):
-            scale = d / (2 * y) if root else d
+            scale = (d / (2 * y) if y else 0.0 * d) if root else d
             gs = [None if _int(x) else 2 * scale * (x - c) / (len(v) - ddof) for x in v]
             dc = None if centre is None or _int(centre) else -math.fsum(g for g in gs if g is not None)
             return None, mirror(data, gs), dc

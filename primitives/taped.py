@@ -28,7 +28,9 @@ from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
 from ..runtime.watch import WATCH
+from ._util import zero_cotangent
 from .math import _UNARY
+from .operators import int_power_grad
 
 _F64 = np.float64
 _NONES = (None,) * 4
@@ -96,6 +98,14 @@ def _operands(f, grads):
     return record, back
 
 
+def _quotient(a, b, d):
+    """The gradients of ``a / b``; ``b`` is 0 only as a float64 (float / 0.0 raised)."""
+    da, db = d / b, -d * (a / b) / b
+    if b:
+        return da, db
+    return zero_cotangent(d, da), zero_cotangent(d, db)
+
+
 def _power(f):
     """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
     def record(push, a, n):
@@ -113,7 +123,7 @@ def _power(f):
         a = pop()
         if d is None:
             return _NONES
-        return None, d * n * a ** (n - 1) if n else d * 0.0, None
+        return None, d * n * a ** (n - 1) if n > 0 else int_power_grad(d, a, n), None
     record.inline = Inline((float, int), f, [0, 1])
     return record, back
 
@@ -135,7 +145,8 @@ def _unary(f, df):
         x = pop()
         if d is None:
             return _NONES
-        return None, d * df(math, float(x), y)
+        g = d * df(math, float(x), y)
+        return None, g if g == g else zero_cotangent(d, g)  # (the check inline: a hot path)
     record.inline = Inline((float,), f, [0, "y"])
     return record, back
 
@@ -189,7 +200,7 @@ for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):
 for _f in (op.mul, op.imul):
     _register(_f, *_operands(_f, lambda a, b, d: (d * b, a * d)))
 for _f in (op.truediv, op.itruediv):
-    _register(_f, *_operands(_f, lambda a, b, d: (d / b, -d * (a / b) / b)))
+    _register(_f, *_operands(_f, _quotient))
 for _f in (op.pow, op.ipow):
     _register(_f, *_power(_f))
 _register(op.getitem, *_element(op.getitem))

@@ -57,6 +57,12 @@ def test_differentiated(f):
     check_grad(f, XS)
 
 
+def test_standard_deviation_of_equal_data_has_zero_gradient():
+    for stdev in (statistics.stdev, statistics.pstdev):
+        assert bytegrad.gradient(lambda xs: stdev(xs), [1.5, 1.5, 1.5]) == ([0.0, 0.0, 0.0],)
+    assert bytegrad.gradient(lambda xs, c: statistics.pstdev(xs, c), [2.0, 2.0], 2.0) == ([0.0, 0.0], 0.0)
+
+
 def test_pairwise():
     check_grad(lambda xs: sum(a * b for a, b in itertools.pairwise(L(xs))), XS)
 
