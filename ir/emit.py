@@ -25,14 +25,15 @@ _BINARY = {f: i for i, f in enumerate(BINARY_OPS)}
 _COMPARE = {f: i for i, f in enumerate(COMPARE_OPS)}
 _UNARY = {f: name for name, f in UNARY_OPS.items()}
 _TESTED = (ops.watch, ops.pull, ops.resolved)  # emitted as a test and two paths that load operands
+_BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
+          ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
 
 
 def _fast(st) -> bool:
-    """Whether ``st`` calls a taped rule with a fast path to write inline (`ops.Inline`)."""
-    return not st.kw and type(getattr(st.fn, "inline", None)) is ops.Inline \
-        and len(st.args) == len(st.fn.inline.guards) + 1
-_BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
-          ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
+    """Whether ``st`` calls a function with a fast path to write inline (`ops.Inline`)."""
+    spec = getattr(st.fn, "inline", None)
+    return not st.kw and type(spec) is ops.Inline and \
+        len(st.args) == len(spec.guards) + (spec.pushes is not None)
 
 
 _NOARG = object()
@@ -312,8 +313,9 @@ class _Emitter:
         self.out.append(end)
 
     def fast(self, fn, args, line):
-        """``rec(push, a, …)`` with its fast path inline (see `ops.Inline`)."""
-        spec, push, xs = fn.inline, args[0], args[1:]
+        """``rec(push, a, …)`` (or ``f(a, …)``) with its fast path inline (`ops.Inline`)."""
+        spec = fn.inline
+        push, xs = (args[0], args[1:]) if spec.pushes is not None else (None, args)
         if any(not isinstance(x, (Var, Slot, Global)) and type(x) is not t
                for x, t in zip(xs, spec.guards)):
             return self.call(fn, args, {}, line)  # (a constant the fast path never takes)
@@ -329,7 +331,7 @@ class _Emitter:
             self.i("BINARY_OP", _BINARY[spec.op], line)
         else:
             self.call(spec.op, xs, {}, line)
-        for item in spec.pushes:  # (y stays below each call)
+        for item in spec.pushes or ():  # (y stays below each call)
             self.put(WRITER.before_callee(), line)
             self.load(push, line)
             self.put(WRITER.after_callee(), line)

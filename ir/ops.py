@@ -438,7 +438,8 @@ class Inline:
     ``y = op(a, …)`` (an operator with an instruction of its own, or any callable),
     then ``push(item)`` for each of ``pushes``: an operand's index, ``"y"`` (the
     result), or ``("const", k)``; elsewhere the call.  The same values reach the tape
-    either way, without the call's frame::
+    either way, without the call's frame.  A function that pushes nothing (``pushes``
+    None) takes no ``push`` operand: ``accum(a, b)`` is ``a + b`` for two floats::
 
         %9 = taped.mul_record(%4, %2, %3)   →   if type(%2) is float and type(%3) is float:
                                                     %9 = %2 * %3; %4(%2); %4(%3)
@@ -447,8 +448,9 @@ class Inline:
 
     __slots__ = ("guards", "op", "pushes")
 
-    def __init__(self, guards, op, pushes):
-        self.guards, self.op, self.pushes = tuple(guards), op, tuple(pushes)
+    def __init__(self, guards, op, pushes=None):
+        self.guards, self.op = tuple(guards), op
+        self.pushes = None if pushes is None else tuple(pushes)
 
 
 def watch(w, pb, y, *operands):

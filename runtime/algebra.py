@@ -10,9 +10,12 @@ only ever see dense gradients.
 """
 from __future__ import annotations
 
+import operator
 import types
 
 import numpy as np
+
+from ..ir.ops import Inline
 
 _NUMBERS = {float, int, complex, np.float64, np.float32, np.complex128}
 
@@ -131,6 +134,9 @@ def accum(a, b):
     if ta is np.ndarray and a.ndim == 0:  # 0-d + 0-d would give a NumPy scalar
         return np.asarray(a + b)
     return a + b
+
+
+accum.inline = Inline((float, float), operator.add)  # (scalar code's usual case, without a call)
 
 
 def unwrap(g):
