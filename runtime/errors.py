@@ -79,6 +79,6 @@ def _is_library(frame):
 
 
 _RUNTIME_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
-                      for d in ("runtime", "primitives"))
+                      for d in ("ir", "transforms", "runtime", "primitives"))
 _LIBRARY_DIRS = tuple(sorted({os.path.join(p, "") for p in (sysconfig.get_paths()[k] for k in
                                                              ("stdlib", "platstdlib", "purelib", "platlib"))}))

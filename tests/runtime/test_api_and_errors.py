@@ -701,3 +701,18 @@ def test_an_error_inside_library_code_names_the_users_line_and_the_library_entry
                                    f"{tmp_path / 'somelib.py'}:5: struct.pack has no")
     assert "@bytegrad.rule(somelib.entry)" in str(e.value)
     assert e.value.via == ("somelib.entry", __file__, line)
+
+
+def _locked(x, lock):
+    with lock:  # the line the error names
+        return x * 2.0
+
+
+@pytest.mark.regression
+def test_a_missing_rule_met_by_a_with_statement_names_the_users_line():
+    """``with`` calls ``__enter__`` through `ops.with_enter`: the error names the user's
+    line, not that helper's (bytegrad's own ``ir`` and ``transforms`` are not user code)."""
+    import threading
+    line = inspect.getsourcelines(_locked)[1] + 1
+    with pytest.raises(bytegrad.NoRuleError, match=rf"test_api_and_errors\.py:{line}: lock\.__enter__"):
+        bytegrad.gradient(_locked, 1.5, threading.Lock())
