@@ -114,12 +114,13 @@ def _sum_to(g, shape):
     if g.ndim < len(shape):  # a gradient that is constant along the missing axes
         return np.broadcast_to(g, shape).copy()
     extra = g.ndim - len(shape)
-    if extra:
-        g = g.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
+    if extra:  # (an int axis: a tuple costs NumPy as much again for a bias's gradient)
+        g = g.sum(axis=0 if extra == 1 else tuple(range(extra)))
+    if 1 in shape:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+    return g if g.shape == shape else g.reshape(shape)
 
 
 BIG = 10_000  # arrays from this size on go to the fused kernels (see bench/kernels_elementwise.py)

@@ -193,7 +193,8 @@ def pow_grads(a, b, y, d, power=None):
             if b2 == 1:
                 return ub(a, d * 1)
             if b2 == 2:
-                if type(a2) is np.ndarray and a2.dtype.kind == "f" and np.shape(d) == a2.shape:
+                if type(a2) is np.ndarray and a2.dtype.kind == "f" and type(d) is np.ndarray \
+                        and d.shape == a2.shape:
                     g = np.multiply(a2, 2.0, out=buffers.empty(a2.shape, a2.dtype))
                     g *= d  # (one array, from the cache of large ones, scaled in place)
                     return ub(a, g)
