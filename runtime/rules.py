@@ -163,8 +163,8 @@ def sparse_gradients(*fs):
 
 
 def takes_structured(*fs):
-    """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`)
-    as it is; every other pullback gets it made dense."""
+    """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`,
+    `algebra.Fill`) as it is; every other pullback gets it made dense."""
     _mark(fs, "structured")
 
 
