@@ -140,7 +140,8 @@ def _flat(gs, like, avoid):
     """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
     the arguments not asked for) are numbers and arrays, no containers to walk: the usual
     array case."""
-    held = {_key(a) for a in (avoid[0], *like, *avoid[1]) if type(a) is np.ndarray}
+    held = {id(a) if a.base is None else _key(a)  # (most own their memory: no call)
+            for a in (avoid[0], *like, *avoid[1]) if type(a) is np.ndarray}
     return tuple([_own(g, held, held) if type(g) is np.ndarray else g for g in gs])
 
 
@@ -223,7 +224,7 @@ def _seq(g, a, st, depth):
 def _own(g, kept, avoid):
     """``g``, or a copy of it if it is read-only or its memory is in ``kept`` (handed on
     already) or ``avoid`` (the caller's); ``g`` kept."""
-    key = _key(g)
+    key = id(g) if g.base is None else _key(g)
     if key in kept or key in avoid or not g.flags.writeable:
         return g.copy()
     kept.add(key)
