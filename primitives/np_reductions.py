@@ -232,7 +232,8 @@ def _mean(a, *args, **kw):
         return y, nograd(n + 1)
     if not args and not kw and x is a:  # the common np.mean(x): each element gets dy / x.size
         like, size = light(x), x.size or 1  # (the pullback holds no array)
-        return y, lambda dy: (None, Fill(_real_for(dy, like) / size, like.shape, like.dtype))
+        return y, lambda dy: (None, Fill(_real_for(dy, like) / size, like.shape, like.dtype,
+                                         _spread))
     _no_out(_arg(args, kw, 2, "out"), "mean")
 
     def back(dy):

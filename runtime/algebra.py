@@ -64,15 +64,17 @@ class Eye:
 class Fill:
     """The gradient ``value`` at every element of an array (what ``np.mean`` of a whole
     array sends back), kept structured so that the pullback of ``x ** 2`` can return
-    ``2 value x`` in one pass over ``x``; `unwrap` makes it dense for every other consumer."""
+    ``2 value x`` in one pass over ``x``; `unwrap` makes it dense for every other consumer,
+    by the maker's ``spread(value, like)`` (an array of ``like``'s shape and dtype: the
+    rules' cache of large arrays, which a fresh one of megabytes would page-fault past)."""
 
-    __slots__ = ("value", "shape", "dtype")
+    __slots__ = ("value", "shape", "dtype", "spread")
 
-    def __init__(self, value, shape, dtype):
-        self.value, self.shape, self.dtype = value, shape, dtype
+    def __init__(self, value, shape, dtype, spread):
+        self.value, self.shape, self.dtype, self.spread = value, shape, dtype, spread
 
     def dense(self):
-        return np.full(self.shape, self.value, self.dtype)
+        return self.spread(self.value, self)
 
 
 _STRUCTURED = frozenset({Eye, Fill})

@@ -164,7 +164,8 @@ def sparse_gradients(*fs):
 
 def takes_structured(*fs):
     """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`,
-    `algebra.Fill`) as it is; every other pullback gets it made dense."""
+    `algebra.Fill`) as it is; every other pullback gets it made dense.  A marked pullback
+    receives sparse ones (`OneHot`) as they are too, and makes dense what it does not use."""
     _mark(fs, "structured")
 
 

@@ -112,9 +112,11 @@ def test_matmul_of_a_sparse_or_structured_gradient():
     rng = np.random.default_rng(7)
     a, b = rand(rng, (3, 4)), rand(rng, (4, 2))
     g = bytegrad.gradient(lambda a, b: (a @ b)[1, 0], a, b)
-    assert np.allclose(g[0], np.outer([0, 1, 0], b[:, 0])) and np.allclose(g[1], np.outer(a[1], [1, 0]))
+    assert np.allclose(g[0], np.outer([0, 1, 0], b[:, 0]))
+    assert np.allclose(g[1], np.outer(a[1], [1, 0]))
     g = bytegrad.gradient(lambda a, b: np.mean(a @ b), a, b)
-    assert np.allclose(g[0], np.ones((3, 2)) @ b.T / 6) and np.allclose(g[1], a.T @ np.ones((3, 2)) / 6)
+    assert np.allclose(g[0], np.ones((3, 2)) @ b.T / 6)
+    assert np.allclose(g[1], a.T @ np.ones((3, 2)) / 6)
 
 
 def test_matmul_mixed_real_complex_and_int():

@@ -217,6 +217,17 @@ def test_mean_of_a_whole_array_keeps_no_array():
     assert g.dtype == np.float32 and g.shape == (2, 3) and np.all(g == np.float32(0.25))
 
 
+def test_a_large_fill_is_made_dense_in_the_cache_of_large_arrays():
+    """(np.mean(np.tanh(x)) of a 512 x 512 x took a thousand page faults per gradient when
+    its Fill was made dense by np.full.)"""
+    import weakref
+    f = rule_for(np.mean)(np.ones((256, 256)))[1](1.0)[1]
+    g = unwrap(f)
+    held = weakref.ref(g)
+    del g
+    assert held() is not None  # (the cache holds it for the next large gradient)
+
+
 def test_whole_array_reductions_give_numpys_value_and_type():
     """A reduction of a whole plain array is computed by the ufunc's reduce (NumPy's
     wrapper without its dispatch): the same value and type, small ints widened by sum."""
