@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import operator
 
 from ._frozen import np
 
@@ -37,19 +38,20 @@ def active(x) -> bool:
     return is_differentiable(x)
 
 
-class Like:
+class Like(tuple):
     """What `unbroadcast` needs of an array operand (shape and dtype), so a pullback
-    that only sums its gradient back need not keep the array itself alive."""
+    that only sums its gradient back need not keep the array itself alive: the pair
+    ``(shape, dtype)``, a tuple so that making one runs no Python ``__init__`` (two
+    per ``x + b``)."""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, x):
-        self.shape, self.dtype = x.shape, x.dtype
+    __slots__ = ()
+    shape = property(operator.itemgetter(0))
+    dtype = property(operator.itemgetter(1))
 
 
 def light(x):
     """``x``, or a `Like` of it when it is an array: for pullbacks of ``+`` and ``-``."""
-    return Like(x) if type(x) is np.ndarray else x
+    return Like((x.shape, x.dtype)) if type(x) is np.ndarray else x
 
 
 def unbroadcast(x, g):
@@ -114,12 +116,13 @@ def _sum_to(g, shape):
     if g.ndim < len(shape):  # a gradient that is constant along the missing axes
         return np.broadcast_to(g, shape).copy()
     extra = g.ndim - len(shape)
-    if extra:
-        g = g.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
+    if extra:  # (an int axis: a tuple costs NumPy as much again for a bias's gradient)
+        g = g.sum(axis=0 if extra == 1 else tuple(range(extra)))
+    if 1 in shape:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+    return g if g.shape == shape else g.reshape(shape)
 
 
 def zero_cotangent(d, g):

@@ -47,7 +47,9 @@ def empty(shape, dtype=np.float64):
         n *= s
     if n < SMALL or n > LIMIT:
         return np.empty(shape, dtype)
-    c = _cache()
+    c = getattr(_local, "cache", None)
+    if c is None:
+        c = _cache()
     key = (tuple(shape), dtype)
     arrays = c.get(key)
     if arrays is None:
@@ -55,9 +57,12 @@ def empty(shape, dtype=np.float64):
     for i in range(len(arrays)):
         a = arrays[i]
         if sys.getrefcount(a) == _FREE:
-            if _intact(a, key):
+            # intact: its last holder may have set its shape, dtype or flags.writeable
+            f = a.flags
+            if a.shape == key[0] and a.dtype == dtype and f.writeable and f.c_contiguous \
+                    and f.owndata:
                 return a
-            del arrays[i]  # its last holder reshaped, retyped or froze it: not ours now
+            del arrays[i]  # reshaped, retyped or frozen: not ours now
             _local.size -= n
             break
     a = np.empty(shape, dtype)
@@ -72,13 +77,6 @@ def empty(shape, dtype=np.float64):
     arrays.append(a)
     _local.size += n
     return a
-
-
-def _intact(a, key) -> bool:
-    """Whether ``a`` still has the shape, dtype and layout it was made with (a holder
-    may set an array's ``shape``, ``dtype`` or ``flags.writeable``)."""
-    return a.shape == key[0] and a.dtype == key[1] and a.flags.writeable \
-        and a.flags.c_contiguous and a.flags.owndata
 
 
 def matmul(a, b):

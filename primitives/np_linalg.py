@@ -35,7 +35,7 @@ import operator
 
 from ._frozen import np
 
-from ..runtime.algebra import Eye
+from ..runtime.algebra import Eye, unwrap
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
 from . import buffers
 from ._on_import import when_imported
@@ -125,6 +125,7 @@ def matmul_thunks(a, b, d):
         s = d.value
         return (lambda: _fit(a, s * _mH(b2)) if a2.dtype.kind in "fc" else None,
                 lambda: _fit(b, s * _mH(a2)) if b2.dtype.kind in "fc" else None)
+    d = unwrap(d)  # (the other structured and sparse forms: a Fill, a OneHot of (A @ B)[i])
 
     def ga():
         if a2.dtype.kind not in "fc":

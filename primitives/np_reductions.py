@@ -30,8 +30,8 @@ import operator
 
 from ._frozen import np
 
-from ..runtime.algebra import is_differentiable
-from ..runtime.rules import nograd, rule
+from ..runtime.algebra import Fill, is_differentiable
+from ..runtime.rules import nograd, rule, sparse_gradients
 from . import buffers
 from ._util import light, unbroadcast, zero_cotangent
 
@@ -231,10 +231,11 @@ def _mean(a, *args, **kw):
     n = len(args)
     if x is None:
         return y, nograd(n + 1)
-    _no_out(_arg(args, kw, 2, "out"), "mean")
     if not args and not kw and x is a:  # the common np.mean(x): each element gets dy / x.size
         like, size = light(x), x.size or 1  # (the pullback holds no array)
-        return y, lambda dy: (None, _spread(_real_for(dy, like) / size, like))
+        return y, lambda dy: (None, Fill(_real_for(dy, like) / size, like.shape, like.dtype,
+                                         _spread))
+    _no_out(_arg(args, kw, 2, "out"), "mean")
 
     def back(dy):
         axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
@@ -250,6 +251,9 @@ def _mean(a, *args, **kw):
             g *= w
         return _grads(_like(a, g), n, kw)
     return y, back
+
+
+sparse_gradients(np.mean, np.ndarray.mean, np.generic.mean)  # its argument's may be a Fill
 
 
 # --- var, std ------------------------------------------------------------------

@@ -20,8 +20,9 @@ import operator as op
 
 from ._frozen import np
 
-from ..runtime.algebra import accum
-from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule
+from ..runtime.algebra import Fill, accum, unwrap
+from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule, \
+    takes_structured
 from . import buffers
 from ._util import abs_grad, active, conj, light, unbroadcast as ub, zero_cotangent
 from .mutation import in_place
@@ -202,7 +203,8 @@ def pow_grads(a, b, y, d, power=None):
             if b2 == 1:
                 return ub(a, d * 1)
             if b2 == 2:
-                if type(a2) is np.ndarray and a2.dtype.kind == "f" and np.shape(d) == a2.shape:
+                if type(a2) is np.ndarray and a2.dtype.kind == "f" and type(d) is np.ndarray \
+                        and d.shape == a2.shape:
                     g = np.multiply(a2, 2.0, out=buffers.empty(a2.shape, a2.dtype))
                     g *= d  # (one array, from the cache of large ones, scaled in place)
                     return ub(a, g)
@@ -236,7 +238,20 @@ def _pow(a, b, *mod):
         return y, lambda d: (None, d * b * a ** (b - 1) if b > 0 else int_power_grad(d, a, b),
                              None)
     y_b = y if active(b) else None  # (only the exponent's gradient needs y: not kept for x ** 2)
-    return y, lambda d: pow_grads(a, b, y_b, d)
+
+    def back(d):  # (structured and sparse gradients reach it: `takes_structured` below)
+        return _fill_back(a, b, y_b, d) if type(d) is Fill else pow_grads(a, b, y_b, unwrap(d))
+    return y, back
+
+
+def _fill_back(a, b, y, d):
+    """The pullback of ``a ** b`` for a gradient that is one number everywhere (a `Fill`,
+    from ``np.mean``): for ``b = 2`` and a real float array ``a``, ``2 a d`` in one pass
+    over ``a``; otherwise that of the dense gradient."""
+    if type(b) is int and b == 2 and type(a) is np.ndarray and a.dtype.kind == "f" \
+            and a.shape == d.shape:
+        return None, np.multiply(a, 2.0 * d.value, out=buffers.empty(a.shape, a.dtype)), None
+    return pow_grads(a, b, y, d.dense())
 
 
 @rule(op.matmul)
@@ -263,6 +278,7 @@ def _abs(a):
     return y, lambda d: (None, ub(a, abs_grad(a, y, d)))
 
 
+takes_structured(op.pow)  # (the Fill of np.mean: x ** 2 takes it in one pass)
 nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, op.not_,
                   op.contains, op.truth, op.invert, op.lshift, op.rshift, op.ilshift,
                   op.irshift)  # (| & ^ and their in-place forms: sets.py)

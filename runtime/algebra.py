@@ -6,7 +6,8 @@ one element at a time cheap (the quadratic trap of ``x[i]`` in a loop):
 `OneHot` is the gradient of a single element, `Buffer` an accumulator owned by
 one gradient slot that later one-hots are added into in place.  `unwrap` turns
 both back into the dense form before a gradient leaves a slot, so pullbacks
-only ever see dense gradients.
+only ever see dense gradients, except the structured forms `Eye` and `Fill`, which
+reach as they are only the pullbacks marked to take them (`rules.takes_structured`).
 """
 from __future__ import annotations
 
@@ -63,6 +64,25 @@ class Eye:
         return g
 
 
+class Fill:
+    """The gradient ``value`` at every element of an array (what ``np.mean`` of a whole
+    array sends back), kept structured so that the pullback of ``x ** 2`` can return
+    ``2 value x`` in one pass over ``x``; `unwrap` makes it dense for every other consumer,
+    by the maker's ``spread(value, like)`` (an array of ``like``'s shape and dtype: the
+    rules' cache of large arrays, which a fresh one of megabytes would page-fault past)."""
+
+    __slots__ = ("value", "shape", "dtype", "spread")
+
+    def __init__(self, value, shape, dtype, spread):
+        self.value, self.shape, self.dtype, self.spread = value, shape, dtype, spread
+
+    def dense(self):
+        return self.spread(self.value, self)
+
+
+_STRUCTURED = frozenset({Eye, Fill})
+
+
 def _zeros(like):
     if isinstance(like, np.ndarray):
         return Buffer(np.zeros(like.shape, _grad_dtype(like.dtype)), np.ndarray)
@@ -114,7 +134,7 @@ def accum(a, b):
     ta, tb = type(a), type(b)
     if ta in _NUMBERS and tb in _NUMBERS:
         return a + b
-    if ta is Eye or tb is Eye:
+    if ta in _STRUCTURED or tb in _STRUCTURED:
         return accum(unwrap(a), unwrap(b))
     if ta is Buffer:
         return _add_into(a, b)
@@ -142,7 +162,7 @@ accum.inline = Inline((float, float), operator.add)  # (scalar code's usual case
 def unwrap(g):
     """The dense form of a gradient held in a slot."""
     t = type(g)
-    if t is OneHot or t is Buffer or t is Eye:
+    if t is OneHot or t is Buffer or t in _STRUCTURED:
         return g.dense()
     return g
 

@@ -66,7 +66,7 @@ def _pullback(f, args, wrt, kw):
                 mutation.reapply(sh)
             raise
         g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
-            tuple(unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n]))
+            tuple([unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n])])
         if not sh.mutated:
             return _distinct(g, (dy, rest), like)
         g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
@@ -140,11 +140,9 @@ def _flat(gs, like, avoid):
     """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
     the arguments not asked for) are numbers and arrays, no containers to walk: the usual
     array case."""
-    st = _Walk()
-    for a in (avoid[0], *like, *avoid[1]):
-        if type(a) is np.ndarray:
-            st.avoid.add(_key(a))
-    return tuple(_own(g, st) if type(g) is np.ndarray else g for g in gs)
+    held = {id(a) if a.base is None else _key(a)  # (most own their memory: no call)
+            for a in (avoid[0], *like, *avoid[1]) if type(a) is np.ndarray}
+    return tuple([_own(g, held, held) if type(g) is np.ndarray else g for g in gs])
 
 
 _DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)
@@ -189,7 +187,7 @@ def _mirror(g, a, st, depth):
         if fs is not None:
             return _dict(g, fs, st, depth - 1)
     if tg is np.ndarray:
-        return _own(g, st)
+        return _own(g, st.kept, st.avoid)
     if tg is dict:
         return _dict(g, _ABSENT, st, depth - 1)
     if tg is list or isinstance(g, tuple):
@@ -223,11 +221,13 @@ def _seq(g, a, st, depth):
     return tuple(out) if t is tuple else t(*out) if hasattr(like, "_fields") else t(out)
 
 
-def _own(g, st):
-    key = _key(g)
-    if key in st.kept or key in st.avoid or not g.flags.writeable:
+def _own(g, kept, avoid):
+    """``g``, or a copy of it if it is read-only or its memory is in ``kept`` (handed on
+    already) or ``avoid`` (the caller's); ``g`` kept."""
+    key = id(g) if g.base is None else _key(g)
+    if key in kept or key in avoid or not g.flags.writeable:
         return g.copy()
-    st.kept.add(key)
+    kept.add(key)
     return g
 
 
@@ -311,14 +311,17 @@ def value_and_grad(f, argnums=0):
     single = isinstance(argnums, (int, np.integer))
     wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
     repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
+    if single:
+        pick = operator.itemgetter(wanted[0])
+    elif len(wanted) > 1:
+        pick = operator.itemgetter(*wanted)  # (a tuple of them)
+    else:
+        pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
 
     @functools.wraps(f)
     def vg(*args, **kw):
         y, gs = _value_and_gradient(f, args, wanted, kw)
-        if single:
-            return y, gs[wanted[0]]
-        gs = tuple(gs[i] for i in wanted)
-        return y, _distinct(gs, ()) if repeats else gs
+        return y, _distinct(pick(gs), ()) if repeats and not single else pick(gs)
     return vg
 
 

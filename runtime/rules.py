@@ -163,8 +163,9 @@ def sparse_gradients(*fs):
 
 
 def takes_structured(*fs):
-    """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`)
-    as it is; every other pullback gets it made dense."""
+    """Mark callables whose pullbacks accept a structured gradient (`algebra.Eye`,
+    `algebra.Fill`) as it is; every other pullback gets it made dense.  A marked pullback
+    receives sparse ones (`OneHot`) as they are too, and makes dense what it does not use."""
     _mark(fs, "structured")
 
 

@@ -105,6 +105,20 @@ def test_matmul_agrees_with_the_operator(sa, sb):
         assert np.allclose(x, y, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.regression
+def test_matmul_of_a_sparse_or_structured_gradient():
+    """``a @ b`` takes an `Eye` (from a trace) as it is; one element read of the product
+    (a `OneHot`) or its mean (a `Fill`) reaches its pullback dense."""
+    rng = np.random.default_rng(7)
+    a, b = rand(rng, (3, 4)), rand(rng, (4, 2))
+    g = bytegrad.gradient(lambda a, b: (a @ b)[1, 0], a, b)
+    assert np.allclose(g[0], np.outer([0, 1, 0], b[:, 0]))
+    assert np.allclose(g[1], np.outer(a[1], [1, 0]))
+    g = bytegrad.gradient(lambda a, b: np.mean(a @ b), a, b)
+    assert np.allclose(g[0], np.ones((3, 2)) @ b.T / 6)
+    assert np.allclose(g[1], a.T @ np.ones((3, 2)) / 6)
+
+
 def test_matmul_mixed_real_complex_and_int():
     rng = np.random.default_rng(3)
     a, b = rand(rng, (2, 3)), rand(rng, (3, 2), np.complex128)

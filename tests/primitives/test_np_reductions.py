@@ -5,6 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 import bytegrad
 import bytegrad.primitives.np_reductions  # noqa: F401  (registers the rules)
+from bytegrad.runtime.algebra import Fill, unwrap
 from bytegrad.runtime.rules import rule_for
 from bytegrad.testing import check_rule
 from checks import arr, check_grad
@@ -211,7 +212,20 @@ def test_mean_of_a_whole_array_keeps_no_array():
     gc.collect()
     assert gone() is None
     g = back(1.5)[1]
+    assert type(g) is Fill  # (made dense where a pullback does not take it as it is)
+    g = unwrap(g)
     assert g.dtype == np.float32 and g.shape == (2, 3) and np.all(g == np.float32(0.25))
+
+
+def test_a_large_fill_is_made_dense_in_the_cache_of_large_arrays():
+    """(np.mean(np.tanh(x)) of a 512 x 512 x took a thousand page faults per gradient when
+    its Fill was made dense by np.full.)"""
+    import weakref
+    f = rule_for(np.mean)(np.ones((256, 256)))[1](1.0)[1]
+    g = unwrap(f)
+    held = weakref.ref(g)
+    del g
+    assert held() is not None  # (the cache holds it for the next large gradient)
 
 
 def test_whole_array_reductions_give_numpys_value_and_type():
@@ -472,6 +486,37 @@ def test_mean_whole_array_path():
     big = arr((256, 256), seed=3)
     g = bytegrad.gradient(lambda x: np.mean(x) * 2 + np.mean(x * x) + np.sum(x), big)[0]
     assert np.allclose(g, 2 / big.size + 2 * big / big.size + 1)
+
+
+def _centred_square(x, c):
+    y = x - c
+    return np.mean(y ** 2)
+
+
+def _squared_then_changed(x):
+    y = x ** 2
+    y += x  # (in place: the Fill of np.mean reaches a pullback through the shadow)
+    return np.mean(y)
+
+
+def test_mean_of_a_square_takes_its_fill():
+    """``np.mean(a ** 2)`` hands ``a ** 2``'s pullback a `Fill`, which it takes as
+    ``2 a d`` in one pass for a real float ``a``; every other power, dtype or consumer
+    gets it dense."""
+    x, c = arr((4, 5), seed=4), arr((5,), seed=5)
+    check_grad(lambda x: np.mean(x ** 2), x)
+    check_grad(_centred_square, x, c)  # (broadcast in the operand, summed back for c)
+    check_grad(lambda x: np.mean(x ** 3) + x.mean() ** 2, x)  # (other powers: dense)
+    check_grad(lambda x, p: np.mean(x ** p), np.abs(x) + 0.5, 2.0)  # (a float exponent's gradient)
+    check_grad(lambda x: np.mean(x ** 2) + np.mean(np.tanh(x)) + np.mean(x), x)
+    check_grad(_squared_then_changed, x)
+    check_grad(lambda z: np.abs(np.mean(z ** 2)) ** 2, arr((3, 2), complex, 6))
+    g = bytegrad.gradient(lambda x: np.mean(x ** 2), x.astype(np.float32))[0]
+    assert g.dtype == np.float32 and np.allclose(g, 2 * x / x.size, rtol=1e-6)
+    assert g.flags.writeable
+    assert bytegrad.gradient(lambda x: np.mean(x ** 2), np.arange(6).reshape(2, 3))[0] is None
+    assert np.array_equal(bytegrad.gradient(lambda x: (x ** 2)[1, 2], x)[0],
+                          np.where(np.arange(x.size).reshape(x.shape) == 7, 2 * x, 0))
 
 
 # -- the nan* reductions --------------------------------------------------------
