@@ -39,7 +39,9 @@ rule it wraps.
 """
 from __future__ import annotations
 
+import builtins
 import functools
+import math
 import operator
 
 from ._frozen import np
@@ -48,15 +50,28 @@ from ..ir import ops
 from ..runtime.algebra import accum, is_differentiable, unwrap
 from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
+from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
 from .containers import IndexIter
 from .math import mirror
 
 
+LAZY = (IndexIter, Generator)  # iterators that know how many items they gave
+
+
+def consumed(xs):
+    """An iterator over the items of ``xs`` for a rule that hands their gradients back
+    (to a differentiated generator, through `grad_at`)."""
+    return iter(xs.take, _NEVER) if type(xs) is Generator else iter(xs)
+
+
+_NEVER = object()
+
+
 def _start(xs):
     """Where the one-shot iterable ``xs`` is before a rule consumes it."""
-    return xs.i if type(xs) is IndexIter else 0
+    return xs.i if type(xs) in LAZY else 0
 
 
 def grad_at(xs, at, gs):
@@ -64,7 +79,11 @@ def grad_at(xs, at, gs):
     sequence under an `IndexIter`, else counted from 0) had the gradients ``gs`` (None
     for zero) when a rule consumed them: a list, tuple or array for one, the gradient
     of the sequence under an `IndexIter`, a set's (items in its order), None for any other iterable or when every
-    ``gs`` is None."""
+    ``gs`` is None.  A differentiated generator takes its items' gradients (all, also
+    None, so that its reverse pass goes on) and gets None."""
+    if type(xs) is Generator:
+        xs.back_items(at, gs)
+        return None
     seq = xs.xs if type(xs) is IndexIter else xs
     if not isinstance(seq, (list, tuple, np.ndarray, set, frozenset)):
         return None
@@ -84,13 +103,13 @@ def _zip(xs, strict=False):
     """``list(zip(*xs, strict=strict))``, taking items as Python's zip does (one more
     from the arguments before the first one exhausted), and for each argument the
     positions of the items it gave (``zip(it, it)`` pairs alternate items)."""
-    its = [iter(x) for x in xs]  # iter(it) is it
+    its = [consumed(x) for x in xs]
     at = [[] for _ in xs]
     rows = []
     while its:
         row = []
-        for j, it in enumerate(its):
-            i = it.i if type(it) is IndexIter else len(rows)
+        for j, (x, it) in enumerate(zip(xs, its)):
+            i = x.i if type(x) in LAZY else len(rows)
             try:
                 row.append(next(it))
             except StopIteration:
@@ -151,7 +170,7 @@ def _map(f, *xss):
 @rule(filter)
 def _filter(f, xs):
     start = _start(xs)
-    v = list(xs)
+    v = list(consumed(xs))
     tests, effects = _called(f, v)
     keep = [i for i, t in enumerate(tests) if t]
 
@@ -166,7 +185,7 @@ def _filter(f, xs):
 @rule(sorted, keywords=("key",))
 def _sorted(xs, *, key=None, reverse=False):
     start = _start(xs)
-    v = list(xs)
+    v = list(consumed(xs))
     keys, effects = _called(key, v)
     order = sorted(range(len(v)), key=keys.__getitem__, reverse=reverse)
 
@@ -264,37 +283,47 @@ def _partial(f, *args, **kw):
 
 # ---- consuming an IndexIter ---------------------------------------------------
 
-def _wrap(f, handle):
-    """Make ``handle`` the rule of ``f`` for calls with an `IndexIter` argument; every
-    other call goes on to ``f``'s present rule."""
-    base = RULES[f].fn
+def _wrap(f, handle, kinds=LAZY):
+    """Make ``handle`` the rule of ``f`` for calls with an argument of a type in
+    ``kinds``; every other call goes on to ``f``'s present rule."""
+    old = RULES[f]
+    base = old.fn
 
     def r(*args, **kw):
         for a in args:
-            if type(a) is IndexIter:
+            if type(a) in kinds:
                 return handle(base, *args, **kw)
         return base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
-    rule(f, override=True)(r)  # (the rule it wraps stays inside it)
+    # (the rule it wraps stays inside it, and so does how a call binds)
+    rule(f, override=True, like=old.like, aliases=old.aliases, keywords=old.keywords)(r)
 
 
 def _materialized(base, *args, **kw):
     """A call that consumes its iterator arguments whole: the rule for ``f`` sees a
     tuple of the remaining items, and the gradient it gives that tuple goes to the
     sequence under the iterator, at the positions consumed."""
-    its = [(j, a, a.i) for j, a in enumerate(args) if type(a) is IndexIter]
+    its = [(j, a, a.i) for j, a in enumerate(args) if type(a) in LAZY]
     args = list(args)
     for j, it, _ in its:
-        args[j] = tuple(it)
+        args[j] = tuple(consumed(it))
     y, back = base(*args, **kw)
 
     def pb(d):
-        g = list(back(d))
+        g = list(back(d)) if d is not None or _runs_without_gradient(back) else [None] * (1 + len(args))
         for j, it, start in its:
             gj = unwrap(g[1 + j])
-            g[1 + j] = None if gj is None else seq_grad(it, start, list(gj))
+            g[1 + j] = seq_grad(it, start, [None] * len(args[j]) if gj is None else list(gj))
         return tuple(g)
-    return y, wrapping(back, pb)
+    return y, _handing_back(its, back, pb)
+
+
+def _handing_back(xs, inner, pb):
+    """The pullback ``pb`` of a rule that called ``inner`` on the items of ``xs``: one that
+    runs without a gradient too where a differentiated generator is among ``xs``, whose
+    reverse pass must go on over the items it gave."""
+    lazy = any(type(x) is Generator for x in xs)
+    return Effect(pb) if lazy else wrapping(inner, pb)
 
 
 def _list_iadd(base, xs, ys):
@@ -323,8 +352,19 @@ def _zip_iters(base, *xs, strict=False):
         rows = _items_of(unwrap(d), len(y))
         cols = [[None if r is None else r[j] for r in rows] for j in range(len(xs))]
         return (None,) + tuple(grad_at(x, a, c) for x, a, c in zip(xs, at, cols))
-    return y, back
+    return y, _handing_back(xs, back, back)
+
+
+def _passing_back(base, *args, **kw):
+    """A rule that hands gradients to its iterable arguments itself (`grad_at`), made to
+    do so also when its result has no gradient."""
+    y, back = base(*args, **kw)
+    return y, _handing_back(args, back, back)
 
 
 _wrap(iter, _iter_of_iter)
 _wrap(zip, _zip_iters)
+for _f in (map, filter, sorted):
+    _wrap(_f, _passing_back, (Generator,))
+for _f in (builtins.sum, builtins.min, builtins.max, math.fsum, math.prod):
+    _wrap(_f, _materialized, (Generator,))

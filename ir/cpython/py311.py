@@ -35,13 +35,9 @@ UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
 UNSUPPORTED = {
     "BEFORE_ASYNC_WITH": "async with statement",
     "CHECK_EG_MATCH": "except*",
-    "YIELD_VALUE": "generator (yield)",
-    "RETURN_GENERATOR": "generator (yield)",
-    "SEND": "yield from / await",
     "GET_AWAITABLE": "await",
     "GET_AITER": "async for",
     "GET_ANEXT": "async for",
-    "GET_YIELD_FROM_ITER": "yield from",
     "ASYNC_GEN_WRAP": "async generator",
     "LOAD_BUILD_CLASS": "class definition",
     "SETUP_ANNOTATIONS": "annotations",
@@ -52,7 +48,6 @@ UNSUPPORTED = {
 }
 
 _FLAGS = {  # flag → construct, and the opcode whose line to report (else the def line)
-    inspect.CO_GENERATOR: ("generator (yield)", "YIELD_VALUE"),
     inspect.CO_COROUTINE: ("async def", None),
     inspect.CO_ASYNC_GENERATOR: ("async generator", None),
     inspect.CO_ITERABLE_COROUTINE: ("coroutine", None),
@@ -97,7 +92,7 @@ class Decoder:
 
     def refuse_flags(self):
         for flag, (what, opname) in _FLAGS.items():
-            if self.code.co_flags & flag and not (self.genexpr and flag == inspect.CO_GENERATOR):
+            if self.code.co_flags & flag:
                 lines = [i.lineno for i in Bytecode.from_code(self.code)
                          if isinstance(i, Instr) and i.name == opname and i.lineno is not None]
                 self.fail(what, min(lines, default=self.code.co_firstlineno))
@@ -168,6 +163,21 @@ class Decoder:
         return None
 
     # -- one method per instruction that changes -------------------------------
+    def op_RETURN_GENERATOR(self, ins):
+        """Nothing: the emitter makes the generator (from `Meta.generator`); the POP_TOP
+        after it drops the value the first ``next`` sends."""
+        self.pop_sent = True
+        return []
+
+    def op_POP_TOP(self, ins):
+        if self.pop_sent:
+            self.pop_sent = False
+            return []
+        return [self.op("POP_TOP")]
+
+    def op_YIELD_VALUE(self, ins):
+        return [self.op("YIELD_VALUE")]
+
     def op_LOAD_GLOBAL(self, ins):
         push_null, name = ins.arg
         return [self.op("PUSH_NULL")] * push_null + [self.op("LOAD_GLOBAL", name)]
@@ -230,6 +240,10 @@ class Writer:
     def call(self, n, kwnames=()):
         names = [("KW_NAMES", tuple(kwnames))] if kwnames else []
         return names + [("PRECALL", n), ("CALL", n)]
+
+    def yield_value(self):
+        """Yield the top of the stack; the value sent in replaces it."""
+        return [("YIELD_VALUE",), ("RESUME", 1)]
 
     def jump_if(self, when: bool, label, forward: bool):
         """Pop the top of the stack; go to ``label`` if its truth is ``when``."""

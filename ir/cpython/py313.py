@@ -107,5 +107,9 @@ class Writer(py312.Writer):
             return [("LOAD_CONST", tuple(kwnames)), ("CALL_KW", n)]
         return [("CALL", n)]
 
+    def yield_value(self):
+        # (RESUME 1 without the flag of an except depth of 1: ``close`` raises GeneratorExit)
+        return [("YIELD_VALUE", 0), ("RESUME", 1)]
+
     def jump_if(self, when, label, forward):
         return [("TO_BOOL",)] + super().jump_if(when, label, forward)

@@ -86,28 +86,6 @@ def test_emitted_genexpr_gives_the_same_items(f, args):
     assert list(it) == list(f(*args))
 
 
-def generator_function(x):
-    y = x * 2.0
-    yield y  # <-
-    yield x
-
-
-def calls_a_generator_function(x):
-    return sum(generator_function(x))
-
-
-def test_generator_function_is_still_refused():
-    lines, first = inspect.getsourcelines(generator_function)
-    line = first + next(i for i, s in enumerate(lines) if s.rstrip().endswith("# <-"))
-    for call in (lambda: lift(generator_function),
-                 lambda: bytegrad.gradient(calls_a_generator_function, 1.5)):
-        with pytest.raises(UnsupportedError) as info:
-            call()
-        e = info.value
-        assert "generator (yield)" in str(e) and "generator_function" in str(e)
-        assert (e.filename, e.line) == (generator_function.__code__.co_filename, line)
-
-
 def test_async_generator_expression_is_refused():
     ns = {}
     exec("async def f(xs):\n    return (x async for x in xs)\n", ns)
