@@ -42,7 +42,6 @@ from bytecode import Label
 from . import ops
 from .cfg import flow
 from .cpython import decode
-from .cpython.py311 import is_genexpr
 from .errors import UnsupportedError
 from .ir import IR, Branch, Global, Meta, Stmt, Var
 from .simplify import simplify, substitute
@@ -85,7 +84,7 @@ def meta_of(code) -> Meta:
     varkw = bool(code.co_flags & 0x08)
     names = code.co_varnames[:nargs + varargs + varkw]
     return Meta(code.co_name, code.co_filename, code.co_firstlineno, names, varargs, varkw,
-                code.co_freevars, bool(code.co_flags & inspect.CO_GENERATOR) and not is_genexpr(code))
+                code.co_freevars, bool(code.co_flags & inspect.CO_GENERATOR))
 
 
 def _split(stream):
@@ -356,13 +355,6 @@ class _Lifter:
     def op_LIST_APPEND(self, arg, stack, env, bb):
         v = stack.pop()
         stack[-arg] = self.emit(_IN_PLACE[self.op_name], stack[-arg], v)
-
-    def op_YIELD_TO_LIST(self, arg, stack, env, bb):
-        """``yield v`` of a generator expression made eager (see `decode`): ``v`` is
-        appended to the list at the bottom of the stack; the yield's value is None."""
-        v = stack.pop()
-        stack[0] = self.emit(ops.list_append, stack[0], v)
-        stack.append(None)
 
     # -- generators: ``yield`` is a statement, ``yield from`` a loop of `ops.send` ----------
     def op_YIELD_VALUE(self, arg, stack, env, bb):

@@ -27,15 +27,19 @@ A plain partial (made outside differentiated code, or inside with no differentia
 value bound, where the rule does not run) has a C ``__call__``; `forward` calls it
 as `call_partial` (registered with ``called_as``), with the same gradient.
 
-The iterators above, and the `IndexIter` of a generator expression, must keep their
-gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
-`IndexIter`, and ``sum``, ``min``, ``max``, ``math.fsum``, ``math.prod`` do through
-`math.mirror`; the rules of ``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``,
-`ops.unpack`, `ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend`
-(``[*it]``) in containers.py, and of ``list.extend`` and ``+=`` on a list in
-mutation.py and operators.py, take it for an opaque iterable, so this module wraps
-them: a call with an `IndexIter` argument is handled here, any other goes on to the
-rule it wraps.
+The iterators above, and the lazy iterators of differentiated code (a generator
+expression's or a generator function's `Generator`), must keep their gradient whatever
+consumes them.  ``next`` and ``for`` (`ops.iterate`) handle both, and ``sum``, ``min``,
+``max``, ``math.fsum``, ``math.prod`` an `IndexIter` through `math.mirror`; the rules of
+``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``, `ops.unpack`,
+`ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend` (``[*it]``) in
+containers.py, and of ``list.extend`` and ``+=`` on a list in mutation.py and
+operators.py, take it for an opaque iterable, so this module wraps them: a call with
+such an argument is handled here, any other goes on to the rule it wraps.  A rule
+that consumes a `Generator` hands every item's gradient back to it (`grad_at`,
+`Generator.back`), also when its own result got none (its pullback is an `Effect`):
+the generator's reverse pass goes on over those items then.  Rules elsewhere that
+consume an iterable whole are wrapped with `take_generators_whole` (sets, statistics).
 """
 from __future__ import annotations
 
@@ -366,5 +370,13 @@ _wrap(iter, _iter_of_iter)
 _wrap(zip, _zip_iters)
 for _f in (map, filter, sorted):
     _wrap(_f, _passing_back, (Generator,))
-for _f in (builtins.sum, builtins.min, builtins.max, math.fsum, math.prod):
-    _wrap(_f, _materialized, (Generator,))
+
+
+def take_generators_whole(*fs):
+    """Make the rules of ``fs``, which consume their iterable arguments whole, see a
+    differentiated generator's items as a tuple, whose gradient goes back to it."""
+    for f in fs:
+        _wrap(f, _materialized, (Generator,))
+
+
+take_generators_whole(builtins.sum, builtins.min, builtins.max, math.fsum, math.prod)

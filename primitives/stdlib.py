@@ -38,6 +38,7 @@ from ..runtime.forward import forward
 from ..runtime.mutation import watch_kind
 from ..runtime.rules import RULES, changes_arguments, nograd, nondifferentiable, rule
 from .containers import check_changeable, missing
+from .functional import take_generators_whole
 from .math import items, mirror
 from .mutation import _dict_write
 
@@ -316,6 +317,10 @@ def _harmonic_mean(data, weights=None):
             weights, [None if _int(wi) else d * (1 / s - total / (s * s * x)) for x, wi in zip(v, w)])
         return None, mirror(data, dx), dw
     return y, back
+
+
+take_generators_whole(statistics.mean, statistics.variance, statistics.stdev, statistics.pvariance,
+                      statistics.pstdev, statistics.geometric_mean, statistics.harmonic_mean)
 
 
 # ---- collections, types --------------------------------------------------------

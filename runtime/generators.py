@@ -124,8 +124,10 @@ class Generator:
     def back(self, j, d):
         """Run the adjoint back over resumption ``j`` given the gradient ``d`` of what it
         produced; the gradient of the value it sent in."""
-        self._check()
-        self.loose.pop(j, None)
+        if self.failed:
+            self._check()
+        if self.loose:
+            self.loose.pop(j, None)
         if self.adj is None:
             ds = self._start(d if self.done and j == self.resumes - 1 else None)
             if self.done and j == self.resumes - 1:
@@ -180,7 +182,7 @@ class Generator:
     def _step(self, d):
         """Hand the adjoint the gradient of item ``waiting`` (None: to start it)."""
         j = self.waiting
-        if j in self.loose:
+        if self.loose and j in self.loose:
             where = self.loose[j] or next(w for w in self.loose.values() if w)
             raise NotImplementedError(
                 f"{where[0]}:{where[1]}: an item of the generator {self.name} was consumed by a "

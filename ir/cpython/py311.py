@@ -56,16 +56,6 @@ _FLAGS = {  # flag → construct, and the opcode whose line to report (else the 
 _CELL_OPS = {"LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE", "MAKE_CELL", "DELETE_DEREF",
              "LOAD_CLASSDEREF"}
 
-# a generator expression's return (stack: accumulator, None) → return iter(accumulator)
-_RETURN_ITER = [("POP_TOP",), ("PUSH_NULL",), ("SWAP", 2), ("LOAD_CONST", iter),
-                ("SWAP", 2), ("CALL", 1), ("RETURN_VALUE",)]
-
-
-def is_genexpr(code) -> bool:
-    """Whether ``code`` is a generator expression's (which the decoder makes eager)."""
-    return code.co_name == "<genexpr>" and bool(code.co_flags & inspect.CO_GENERATOR)
-
-
 def _strip_direction(name: str) -> str:
     return name.replace("_FORWARD", "").replace("_BACKWARD", "").replace("_NO_INTERRUPT", "")
 
@@ -82,7 +72,6 @@ class Decoder:
 
     def __init__(self, code):
         self.code = code
-        self.genexpr = is_genexpr(code)
         self.line = code.co_firstlineno
         self.out: list = []
         self.pop_sent = False  # the POP_TOP after RETURN_GENERATOR drops the first value sent
@@ -124,10 +113,6 @@ class Decoder:
 
     def instr(self, ins) -> list:
         name = ins.name
-        if self.genexpr and name in ("RETURN_GENERATOR", "POP_TOP", "YIELD_VALUE", "RETURN_VALUE"):
-            ops = self.in_genexpr(ins)
-            if ops is not None:
-                return ops
         if name in self.UNSUPPORTED:
             self.fail(self.UNSUPPORTED[name])
         if name in self.DROP:
@@ -146,21 +131,6 @@ class Decoder:
 
     def op(self, name, arg=None):
         return Op(name, arg, self.line)
-
-    def in_genexpr(self, ins):
-        """``(x * x for x in .0)`` → ``acc = []; for x in .0: acc.append(x * x);
-        return iter(acc)``: every item is computed when the expression is created."""
-        if ins.name == "RETURN_GENERATOR":
-            self.pop_sent = True
-            return [self.op("BUILD_LIST", 0)]
-        if ins.name == "POP_TOP" and self.pop_sent:
-            self.pop_sent = False
-            return []
-        if ins.name == "YIELD_VALUE":
-            return [self.op("YIELD_TO_LIST")]
-        if ins.name == "RETURN_VALUE":
-            return [self.op(*x) for x in _RETURN_ITER]
-        return None
 
     # -- one method per instruction that changes -------------------------------
     def op_RETURN_GENERATOR(self, ins):

@@ -93,7 +93,7 @@ class Decoder(py311.Decoder):
             super().exception_table(entry)
 
     def instr(self, ins):
-        if ins.name == "RETURN_CONST":  # before a generator expression's return is rewritten
+        if ins.name == "RETURN_CONST":
             return self.instr(Instr("LOAD_CONST", ins.arg, lineno=ins.lineno)) \
                 + self.instr(Instr("RETURN_VALUE", lineno=ins.lineno))
         return super().instr(ins)

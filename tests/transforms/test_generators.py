@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -69,7 +70,9 @@ def by_keyword(x):
 @pytest.mark.parametrize("f", [by_loop, by_next, by_method, by_list, by_unpacking, by_keyword,
                                lambda x: sum(pairs(x)), lambda x: max(pairs(x)),
                                lambda x: sorted(squares(x))[2], lambda x: math.fsum(pairs(x)),
-                               lambda x: sum(a * b for a, b in zip(pairs(x), squares(x)))],
+                               lambda x: sum(a * b for a, b in zip(pairs(x), squares(x))),
+                               lambda x: statistics.pstdev(squares(x)) + sum(set(pairs(x))),
+                               lambda x: sum(map(math.exp, pairs(x))) + sum(filter(None, pairs(x)))],
                          ids=lambda f: f.__name__)
 def test_gradient_of_a_consumed_generator(f):
     check_grad(f, X)
