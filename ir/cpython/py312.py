@@ -47,14 +47,20 @@ class Decoder(py311.Decoder):
         return any(isinstance(x, TryBegin) and self.first_name(self.at[x.target]) == "PUSH_EXC_INFO"
                    for x in self.items)
 
-    def generated(self, entry) -> bool:
-        """Whether the handler of ``entry`` is one a generator's code gets from the
-        compiler: turning a ``StopIteration`` raised inside it into ``RuntimeError`` (the
-        runtime's wrapper of a differentiated generator does that), or passing what
-        ``throw`` raises at a ``yield from`` on (which bytegrad refuses)."""
-        first = self.first(self.at[entry.target])
-        return first is not None and (first.name == "CLEANUP_THROW" or first.name == "CALL_INTRINSIC_1"
-                                      and first.arg == Intrinsic1Op.INTRINSIC_STOPITERATION_ERROR)
+    @functools.cached_property
+    def generated(self):
+        """The handlers a generator's code gets from the compiler: turning a
+        ``StopIteration`` raised inside it into ``RuntimeError`` (the runtime's wrapper of a
+        differentiated generator does that), and passing what ``throw`` raises at a ``yield
+        from`` on (which bytegrad refuses).  (Found before the items are decoded, which
+        reuses ``at`` as the position in the stream.)"""
+        out = set()
+        for x in self.items:
+            first = self.first(self.at[x.target]) if isinstance(x, TryBegin) else None
+            if first is not None and (first.name == "CLEANUP_THROW" or first.name == "CALL_INTRINSIC_1"
+                                      and first.arg == Intrinsic1Op.INTRINSIC_STOPITERATION_ERROR):
+                out.add(x.target)
+        return out
 
     def first(self, i):
         """The first instruction from ``self.items[i]`` on."""
@@ -76,7 +82,7 @@ class Decoder(py311.Decoder):
                 seen.add(i)
                 x = items[i]
                 if isinstance(x, Instr) and x.has_jump() or isinstance(x, TryBegin) and self.handles \
-                        and not self.generated(x):
+                        and x.target not in self.generated:
                     todo.append(at[x.arg if isinstance(x, Instr) else x.target])
                 if isinstance(x, Instr) and x.is_final():
                     break
@@ -87,7 +93,7 @@ class Decoder(py311.Decoder):
     def exception_table(self, entry):
         if not self.handles:  # (else the entries are cleanup, which only an exception needs)
             return
-        if isinstance(entry, TryBegin) and self.generated(entry):
+        if isinstance(entry, TryBegin) and entry.target in self.generated:
             self.out.append(self.op("TRY", None))  # (entries do not nest: none covers its range)
         else:
             super().exception_table(entry)

@@ -210,6 +210,35 @@ def test_try_finally_around_yields():
     check_grad(lambda x: next(guarded(x)) * 2.0, X)
 
 
+def test_changes_in_place_between_resumptions():
+    """The generator's reverse pass interleaves with its consumer's, so each read sees
+    the value it read going forward, and writes get their gradients."""
+    def reader(a):
+        while True:
+            yield a[0] * 2.0
+
+    def f(x):
+        a = np.array([x, 1.0])
+        g = reader(a)
+        u = next(g)
+        a[0] = x * x
+        return u * next(g)  # 2x * 2x²
+
+    def appender(out, x):
+        for k in range(3):
+            out.append(x * k)
+            yield len(out)
+
+    def g(x):
+        out = [x]
+        for _ in appender(out, x):
+            out[0] = out[0] * 2.0
+        return sum(out)
+    assert bytegrad.gradient(f, 1.5) == (12 * 1.5 ** 2,)
+    check_grad(f, 1.5)
+    check_grad(g, 1.5)
+
+
 # ---- what is refused ---------------------------------------------------------------------
 
 def raising(xs):
@@ -332,7 +361,7 @@ def _program(steps, consumer):
 
 
 _CONSUMERS = ["return sum(gen(x))",
-              "g = gen(x)\n    return next(g) * next(g)",
+              "g = gen(x)\n    return next(g) * next(g, 2.0)",
               "t = 0.0\n    for i, v in enumerate(gen(x)):\n        t += v * (i + 1)\n    return t",
               "return sum(v * v for v in gen(x))"]
 
