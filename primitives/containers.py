@@ -188,13 +188,9 @@ def _iter(xs, *sentinel):
 
 @rule(ops.iterate)
 def _iterate(xs, state):
-    if type(state) is Generator:
-        j = state.resumes
-        y, more = state.resume()
-        if not more:
-            return None, nograd(2)
-        return (y, state), Effect(lambda d: (None, None, state.back(j, d and d[0]) and None))
     if type(state) is not IndexIter:
+        if type(state) is Generator:
+            return _generator_step(state)
         return ops.iterate(xs, state), nograd(2)
     i = state.i
     if _TAKEN and id(state.xs) in _TAKEN:
@@ -535,9 +531,9 @@ def _tuple_new(cls, *items):
 
 @rule(next)
 def _next(it, *default):
-    if type(it) is Generator:
-        return generator_next(it, *default)
     if type(it) is not IndexIter:
+        if type(it) is Generator:
+            return generator_next(it, *default)
         return next(it, *default), nograd(1 + len(default))
     i = it.i
     r = ops.iterate(it.xs, it)
@@ -549,28 +545,35 @@ def _next(it, *default):
     return r[0], lambda d: (None, OneHot(like, i, d)) + (None,) * len(default)
 
 
+def _generator_step(g):
+    """`ops.iterate` of a differentiated generator: the step's pullback hands the item's
+    gradient back to it."""
+    j = g.resumes
+    try:
+        y = g.send(None)
+    except StopIteration:
+        return None, nograd(2)
+    return (y, g), Effect(lambda d: (None, None, g.back(j, d and d[0]) and None))
+
+
 @rule(Generator.__next__)
 def generator_next(g, *default):
     """``next(g)`` of a differentiated generator: the item, whose gradient its pullback
     hands back to ``g``."""
     j = g.resumes
     try:
-        y, more = g.resume()
-    except StopIteration:  # (it had returned before)
-        y, more = None, False
-    if not more:
+        y = g.send(None)
+    except StopIteration:
         if default:
             return default[0], lambda d: (None, None, d)
-        raise StopIteration(y)
+        raise
     return y, Effect(lambda d: (None, g.back(j, d) and None) + (None,) * len(default))
 
 
 @rule(Generator.send)
 def _generator_send(g, value):
     j = g.resumes
-    y, more = g.resume(value)
-    if not more:
-        raise StopIteration(y)
+    y = g.send(value)
     return y, Effect(lambda d: (None, None, g.back(j, d)))
 
 

@@ -72,11 +72,11 @@ def consumed(xs):
 
 
 def _taking(g):
-    """The items of generator ``g`` by `Generator.take` (not ``iter(g.take, sentinel)``,
-    which compares each item with the sentinel: an array's ``==`` has no truth)."""
+    """The items of generator ``g``, taken by ``send`` (not its ``__next__``, which marks
+    them as taken by a consumer that knows no generators)."""
     while True:
         try:
-            yield g.take()
+            yield g.send(None)
         except StopIteration:
             return
 
@@ -382,4 +382,4 @@ def take_generators_whole(*fs):
         _wrap(f, _materialized, (Generator,))
 
 
-take_generators_whole(builtins.sum, builtins.min, builtins.max, math.fsum, math.prod, tuple.__new__)
+take_generators_whole(builtins.sum, builtins.min, builtins.max, math.fsum, math.prod, math.dist, tuple.__new__)

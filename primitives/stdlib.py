@@ -295,6 +295,7 @@ if hasattr(math, "sumprod"):  # (3.12: statistics.fmean with weights calls it)
         def grad(a, mine, other, d):
             return mirror(a, [None if _int(u) else d * v for u, v in zip(mine, other)])
         return y, lambda d: (None, grad(p, vp, vq, d), grad(q, vq, vp, d))
+    take_generators_whole(math.sumprod)  # (statistics.covariance passes it two)
 
 
 @rule(statistics.geometric_mean, note="closed form; positive data")

@@ -36,13 +36,13 @@ class Generator:
     """A generator made by a differentiated call: the iterator the consumer sees."""
 
     __slots__ = ("fwd", "tape", "adjoint", "name", "resumes", "done", "failed", "adj",
-                 "waiting", "grads", "loose", "nargs", "__weakref__")
+                 "waiting", "grads", "loose", "nargs", "closed", "__weakref__")
 
     def __init__(self, fwd, adjoint, name, nargs):
         self.fwd, self.adjoint, self.name, self.nargs = fwd, adjoint, name, nargs
         self.tape = next(fwd)
         self.resumes = 0     # resumptions run (the last one returned when done)
-        self.done = False
+        self.done = self.closed = False
         self.failed = None   # why its gradient cannot be had
         self.adj = None      # the adjoint, once started
         self.waiting = -1    # the resumption whose item's gradient the adjoint waits for
@@ -61,7 +61,7 @@ class Generator:
     def resume(self, value=None):
         """``(item, True)``, or ``(return value, False)`` when it returns; StopIteration
         once it has returned, as a generator does."""
-        if self.done or self.failed:
+        if self.done or self.closed or self.failed:
             raise StopIteration
         if value is not None and self.resumes == 0:
             raise TypeError("can't send non-None value to a just-started generator")
@@ -84,9 +84,10 @@ class Generator:
     def __iter__(self):
         return self
 
-    def take(self):
-        """The next item, for a rule whose pullback hands its gradient back (`back`)."""
-        y, more = self.resume()
+    def send(self, value):
+        """The next item (for ``next``, and for a rule whose pullback hands its gradient
+        back with `back`)."""
+        y, more = self.resume(value)
         if not more:
             raise StopIteration(y)
         return y
@@ -95,28 +96,25 @@ class Generator:
         """The item for a consumer that knows no generators (a rule that takes any
         iterable): its gradient cannot come back, which the reverse pass refuses."""
         j = self.resumes
-        y = self.take()
+        y = self.send(None)
         if is_differentiable(y):  # (where: for the first only, which the error names)
             self.loose[j] = None if self.loose else user_location()
         return y
 
-    def send(self, value):
-        y, more = self.resume(value)
-        if not more:
-            raise StopIteration(y)
-        return y
-
     def throw(self, *exc):
+        file, line = user_location()
         raise NotImplementedError(
-            f"throw() into the generator {self.name} while it is differentiated is not "
-            f"supported: raise the exception in the consumer, or compute the generator's "
-            f"items into a list first")
+            f"{file}:{line}: throw() into the generator {self.name} while it is differentiated "
+            f"is not supported yet: raise the exception in the consumer, or compute the "
+            f"generator's items into a list first")
 
     def close(self):
         """Close it as a generator closes: a ``finally`` or ``except`` around the yield it
-        is suspended at runs, which the reverse pass cannot take back (refused then)."""
+        is suspended at runs, which the reverse pass cannot take back (refused then); its
+        adjoint starts at that yield, as a suspended one's."""
         n = len(self.tape)
         self.fwd.close()
+        self.closed = True
         if len(self.tape) != n:
             self._fail("it ran code (a finally or an except) when it was closed")
 

@@ -12,6 +12,11 @@
   now does unary ``+`` and ``LIST_TO_TUPLE``), ``LOAD_SUPER_ATTR``, ``LOAD_ATTR``
   with the method flag, ``LOAD_FAST_CHECK``; no ``PRECALL``.
 - Conditional jumps go forward only.
+- A generator's code gets handlers from the compiler (``StopIteration`` to
+  ``RuntimeError``; ``CLEANUP_THROW`` for ``throw`` at a ``yield from``), left out
+  (`Decoder.generated`); ``SEND`` no longer pops its receiver, ``END_SEND`` does (it
+  goes: the lifter's ``SEND`` is 3.11's); ``YIELD_VALUE``'s argument is the except
+  depth, which ``close`` reads.
 """
 from __future__ import annotations
 
@@ -68,6 +73,7 @@ class Decoder(py311.Decoder):
         return next((items[k] for k in range(i, len(items)) if isinstance(items[k], Instr)), None)
 
     def first_name(self, i):
+        """The name of the first instruction from ``self.items[i]`` on."""
         first = self.first(i)
         return first and first.name
 

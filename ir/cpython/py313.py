@@ -18,6 +18,7 @@
   ``COMPARE_OP`` has a bit that converts its result to bool.
 - ``FORMAT_VALUE`` is ``CONVERT_VALUE``, then ``FORMAT_SIMPLE`` or ``FORMAT_WITH_SPEC``.
 - ``FOR_ITER`` jumps past ``END_FOR; POP_TOP`` when the iterator is done.
+- The ``RESUME`` after a ``YIELD_VALUE`` carries the except depth ``close`` reads.
 """
 from __future__ import annotations
 

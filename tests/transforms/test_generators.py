@@ -239,6 +239,33 @@ def test_changes_in_place_between_resumptions():
     check_grad(g, 1.5)
 
 
+def test_yields_inside_with_and_try_and_a_caught_error():
+    def gen_with(xs):
+        with np.errstate(all="ignore"):
+            for v in xs:
+                yield v * 2.0
+
+    def inner(xs):
+        yield from (v * v for v in xs)
+        return 1.5
+
+    def outer(xs):
+        try:
+            r = yield from inner(xs)
+        except ValueError:
+            r = 0.0
+        yield r * xs[0]
+
+    def catching(xs):
+        for v in xs:
+            try:
+                yield 1.0 / v if v > 0 else math.log(v)  # (log of a negative raises)
+            except ValueError:
+                yield -v
+    for f in (gen_with, outer, catching):
+        check_grad(lambda x: sum(f(x)), X)
+
+
 # ---- what is refused ---------------------------------------------------------------------
 
 def raising(xs):
@@ -279,8 +306,14 @@ def test_close_runs_finally_and_is_then_refused():
         g = squares(x)
         a = next(g)
         g.close()
-        return a
+        return a + next(g, 0.0)  # (a closed generator has no more items)
+
+    def closed_before_it_started(x):
+        g = squares(x)
+        g.close()
+        return next(g, x[1] * 2.0)
     check_grad(plain_close, X)
+    check_grad(closed_before_it_started, X)
 
 
 def test_throw_is_refused():
@@ -290,6 +323,11 @@ def test_throw_is_refused():
         g.throw(ValueError)
     with pytest.raises(NotImplementedError, match="throw"):
         bytegrad.gradient(f, X)
+
+
+def test_the_gradient_of_a_generator_function_itself_names_the_fix():
+    with pytest.raises(bytegrad.NotScalarError, match=r"returned a generator; .*sum\(squares"):
+        bytegrad.gradient(squares, X)
 
 
 def test_stop_iteration_inside_becomes_runtime_error():
