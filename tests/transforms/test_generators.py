@@ -210,6 +210,44 @@ def test_try_finally_around_yields():
     check_grad(lambda x: next(guarded(x)) * 2.0, X)
 
 
+def test_consumers_interleaved():
+    """Items taken by several consumers in turn: each gradient reaches the resumption
+    that made the item, in the reverse order of the resumptions."""
+    xs = np.array([0.3, -1.2, 2.1, 0.8, 0.5, 1.1])
+
+    def take2(g):
+        yield next(g) * 2.0
+        yield next(g) * 3.0
+
+    def paired(x):
+        g = squares(x)
+        return sum(a * b for a, b in zip(g, g))
+
+    def between(x):
+        g = squares(x)
+        h = take2(g)
+        a = next(h)
+        b = next(g)  # (read from g between two resumptions of h, which reads g too)
+        return a * b + next(h) + sum(g)
+
+    def in_pieces(x):
+        g = squares(x)
+        first = [next(g) for _ in range(2)]
+        rest = list(itertools.islice(g, 2))
+        return first[1] * first[0] + rest[0] * rest[1] + next(g)
+
+    def several(x):
+        gens = [squares(x[i:i + 2]) for i in range(0, 6, 2)]
+        return sum(next(g) * next(g) for g in gens)
+    for f in (paired, between, in_pieces, several):
+        check_grad(f, xs)
+
+
+def test_checkpoint_of_a_generator_is_refused():
+    with pytest.raises(NotImplementedError, match="cannot pass its gradient back"):
+        bytegrad.gradient(lambda x: bytegrad.checkpoint(lambda g: sum(g), squares(x)), X)
+
+
 def test_changes_in_place_between_resumptions():
     """The generator's reverse pass interleaves with its consumer's, so each read sees
     the value it read going forward, and writes get their gradients."""
