@@ -43,7 +43,9 @@ def dump(fn, stages, fmt) -> str:
         if fmt == "dot":
             out.append(dot(ir, f"{s} {fn.__qualname__}"))
         else:
-            out.append(f"# {s} IR of {fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})\n{show(ir)}")
+            kind = " (a generator: ops.yield_ suspends it)" * ir.meta.generator
+            out.append(f"# {s} IR of {fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
+                       f"{kind}\n{show(ir)}")
     return "\n\n".join(out)
 
 

@@ -113,6 +113,9 @@ class _Emitter:
             self.resolved(args, line)
         elif _fast(st):
             self.fast(fn, args, line)
+        elif native and fn is ops.yield_ and len(args) == 1:
+            self.load(args[0], line)
+            self.put(WRITER.yield_value(), line)
         elif native and fn in _BINARY and len(args) == 2:
             self.loads(args, line)
             self.i("BINARY_OP", _BINARY[fn], line)
@@ -504,6 +507,9 @@ class _Emitter:
 
     def run(self):
         ir = self.ir
+        if ir.meta.generator:  # (the first value sent is dropped)
+            self.put([("RETURN_GENERATOR",), ("POP_TOP",)], ir.meta.firstlineno)
+        prologue = len(self.out)
         self.i("RESUME", 0, ir.meta.firstlineno)
         order, loops = self.layout()
         for b in order:
@@ -532,8 +538,9 @@ class _Emitter:
         code.first_lineno = ir.meta.firstlineno
         code.argnames = [repr(a) for a in ir.blocks[0].args]
         code.argcount = len(code.argnames)
-        code.flags = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS
-        depth = _max_depth(self.out, {**dict.fromkeys(self.labels, 0),
+        code.flags = 0x1 | 0x2 | (0x20 if ir.meta.generator else 0)  # CO_OPTIMIZED | CO_NEWLOCALS | CO_GENERATOR
+        # (the prologue's effect is 0 where the library counts RETURN_GENERATOR's as 0)
+        depth = _max_depth(self.out[prologue:], {**dict.fromkeys(self.labels, 0),
                                       **{stub: 1 for stub, _ in self.stubs}})
         if depth is None:
             return code.to_code()

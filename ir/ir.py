@@ -158,6 +158,7 @@ class Meta:
     varargs: bool = False
     varkw: bool = False
     freevars: tuple = ()
+    generator: bool = False  # its code yields: calling it makes a generator
 
 
 class IR:

@@ -33,6 +33,7 @@ raises UnboundLocalError when the value that arrived is `ops.UNDEF`.
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from types import FunctionType
 
@@ -67,7 +68,8 @@ _TERMINATORS = {"JUMP", "RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
 _CANNOT_RAISE = {operator.is_, operator.is_not, ops.build_tuple, ops.identity}
 EXC = "<exc_info>"  # the local holding the exception being handled (None: there is none)
 _CONDITIONAL = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
-                "POP_JUMP_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER"}
+                "POP_JUMP_IF_NOT_NONE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER",
+                "SEND"}
 
 _BUILD = {"BUILD_TUPLE": ops.build_tuple, "BUILD_LIST": ops.build_list,
           "BUILD_SET": ops.build_set, "BUILD_STRING": ops.build_string}
@@ -82,7 +84,7 @@ def meta_of(code) -> Meta:
     varkw = bool(code.co_flags & 0x08)
     names = code.co_varnames[:nargs + varargs + varkw]
     return Meta(code.co_name, code.co_filename, code.co_firstlineno, names, varargs, varkw,
-                code.co_freevars)
+                code.co_freevars, bool(code.co_flags & inspect.CO_GENERATOR))
 
 
 def _split(stream):
@@ -354,12 +356,20 @@ class _Lifter:
         v = stack.pop()
         stack[-arg] = self.emit(_IN_PLACE[self.op_name], stack[-arg], v)
 
-    def op_YIELD_TO_LIST(self, arg, stack, env, bb):
-        """``yield v`` of a generator expression made eager (see `decode`): ``v`` is
-        appended to the list at the bottom of the stack; the yield's value is None."""
+    # -- generators: ``yield`` is a statement, ``yield from`` a loop of `ops.send` ----------
+    def op_YIELD_VALUE(self, arg, stack, env, bb):
+        stack.append(self.emit(ops.yield_, stack.pop()))
+
+    def op_GET_YIELD_FROM_ITER(self, arg, stack, env, bb):
+        stack.append(self.emit(iter, stack.pop()))
+
+    def op_SEND(self, arg, stack, env, bb):
+        """``SEND`` (3.11's): the receiver's next item goes on the stack above it, for the
+        ``YIELD_VALUE`` that follows; its return value replaces it, at the jump's target."""
         v = stack.pop()
-        stack[0] = self.emit(ops.list_append, stack[0], v)
-        stack.append(None)
+        r = self.emit(ops.send, stack[-1], v)
+        y, more = self.emit(operator.getitem, r, 0), self.emit(operator.getitem, r, 1)
+        return self._cond(more, self.labels[arg], bb + 1, stack[:-1] + [y], stack + [y], env)
 
     def op_MAP_ADD(self, arg, stack, env, bb):
         v, k = stack.pop(), stack.pop()

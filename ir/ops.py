@@ -152,6 +152,23 @@ def iterate(xs, state):
         return None
 
 
+def yield_(value):
+    """``%s = ops.yield_(%v)``: ``yield %v`` in a generator's IR, whose value ``%s`` is
+    what the consumer sends (None for ``next``).  The emitter writes the instruction; a
+    call of this function is an error (it has no frame to suspend)."""
+    raise RuntimeError("ops.yield_ stands for a yield: only emitted code can run it")
+
+
+def send(it, value):
+    """One step of ``yield from it`` (``SEND``): ``(item, True)`` when ``it`` yields,
+    ``(return value, False)`` when it returns.  As the interpreter does, a None is sent
+    by ``next`` (any iterator), anything else by ``it.send``."""
+    try:
+        return (next(it) if value is None else it.send(value)), True
+    except StopIteration as e:
+        return e.value, False
+
+
 def unpack(seq, n):
     """``a, b = seq``: the items of ``seq`` as a tuple, which must have length ``n``."""
     if type(seq) is tuple or type(seq) is list:

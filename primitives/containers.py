@@ -19,6 +19,7 @@ from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
 from ..runtime.errors import user_location
 from ..runtime.forward import forward, run_plain
+from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import effectful, nograd, nondifferentiable, rule, sparse_gradients
@@ -188,6 +189,8 @@ def _iter(xs, *sentinel):
 @rule(ops.iterate)
 def _iterate(xs, state):
     if type(state) is not IndexIter:
+        if type(state) is Generator:
+            return _generator_step(state)
         return ops.iterate(xs, state), nograd(2)
     i = state.i
     if _TAKEN and id(state.xs) in _TAKEN:
@@ -406,7 +409,7 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   ops.match_sequence, ops.match_mapping,
                   np.shape, np.ndim, np.size)
 
-sparse_gradients(op.getitem, ops.iterate, next, getattr)
+sparse_gradients(op.getitem, ops.iterate, next, getattr, ops.send)
 
 
 @rule(ops.store_global)
@@ -547,6 +550,8 @@ def _tuple_new(cls, *items):
 @rule(next)
 def _next(it, *default):
     if type(it) is not IndexIter:
+        if type(it) is Generator:
+            return generator_next(it, *default)
         return next(it, *default), nograd(1 + len(default))
     i = it.i
     r = ops.iterate(it.xs, it)
@@ -556,6 +561,60 @@ def _next(it, *default):
         raise StopIteration
     like = it.xs
     return r[0], lambda d: (None, OneHot(like, i, d)) + (None,) * len(default)
+
+
+def _generator_step(g):
+    """`ops.iterate` of a differentiated generator: the step's pullback hands the item's
+    gradient back to it."""
+    j = g.resumes
+    try:
+        y = g.send(None)
+    except StopIteration:
+        return None, nograd(2)
+    return (y, g), Effect(lambda d: (None, None, g.back(j, d and d[0]) and None))
+
+
+@rule(Generator.__next__)
+def generator_next(g, *default):
+    """``next(g)`` of a differentiated generator: the item, whose gradient its pullback
+    hands back to ``g``."""
+    j = g.resumes
+    try:
+        y = g.send(None)
+    except StopIteration:
+        if default:
+            return default[0], lambda d: (None, None, d)
+        raise
+    return y, Effect(lambda d: (None, g.back(j, d) and None) + (None,) * len(default))
+
+
+@rule(Generator.send)
+def _generator_send(g, value):
+    j = g.resumes
+    y = g.send(value)
+    return y, Effect(lambda d: (None, None, g.back(j, d)))
+
+
+nondifferentiable(Generator.close, Generator.throw)  # (run as they are: see their docstrings)
+
+
+@rule(ops.send)
+def _send(it, value):
+    """One step of ``yield from it``: from a differentiated generator (the gradient of
+    the item, or of its return value, goes back to it), or over a sequence."""
+    if type(it) is Generator:
+        j = it.resumes
+        try:
+            r = it.resume(value)
+        except StopIteration:
+            return (None, False), nograd(2)
+        return r, Effect(lambda d: (None, None, it.back(j, d and d[0])))
+    i = getattr(it, "i", None)
+    r = ops.send(it, value)
+    if type(it) is not IndexIter or not r[1]:
+        return r, nograd(2)
+    like = it.xs
+    return r, lambda d: (None, None if d[0] is None else OneHot(like, i, d[0]), None)
 
 
 @rule(float.conjugate, complex.conjugate, int.conjugate)

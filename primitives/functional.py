@@ -2,21 +2,19 @@
 ``functools.partial``, and for consuming the iterators they (and generator
 expressions) return.
 
-``map(f, *xs)`` and ``filter(f, xs)`` run eagerly: every call of ``f`` happens when
-the rule runs (``map`` calls ``forward(f, ...)`` per item and keeps the pullbacks),
-and the result is an iterator over a list (`IndexIter` when the items are
-differentiable).  The gradient of such an iterator has the shape of the list under
-it, as for any `IndexIter`; ``map``'s pullback hands each item's gradient to that
-item's pullback and sums the gradients of ``f`` (a closure's captured values);
-``filter`` scatters the gradients of the kept items back to their positions.
-Eager means different from Python for infinite iterables, for side effects of ``f``
-(they all happen at once) and for errors raised by ``f`` (raised at the call of
-``map``, not at the first ``next``); ``isinstance(m, map)`` is False.
+``map(f, *xs)`` and ``filter(f, xs)`` are lazy, as Python's: they are differentiated
+as the generator functions `_map` and `_filter` (`as_python`), so each call of ``f``
+happens when its item is taken (runtime/generators.py), and ``f``'s gradient (a
+closure's captured values) and the items' come back through the generator's reverse
+pass.  ``zip`` and ``enumerate`` of an iterator (a generator's, an `IndexIter`) are
+lazy the same way; of sequences they take their items at the call, which is the same.
+``isinstance(m, map)`` is False.
 
 ``sorted(xs, key=..., reverse=...)`` permutes the gradient back (stable, as Python
-sorts); ``key`` gets no gradient.  An input of ``map``, ``filter``, ``sorted`` may be a
+sorts); ``key`` gets no gradient.  An input of ``sorted`` may be a
 list, tuple, array (gradients of the same kind), an `IndexIter` (the gradient goes to
-the sequence under it, at the positions consumed), or any other iterable (no gradient).
+the sequence under it, at the positions consumed), a differentiated generator (the
+gradients go back to it), or any other iterable (no gradient).
 
 ``functools.partial(f, *args, **kw)`` made in differentiated code is a `Partial`,
 a subclass whose ``__call__`` is Python code, so calling it is differentiated like
@@ -27,36 +25,65 @@ A plain partial (made outside differentiated code, or inside with no differentia
 value bound, where the rule does not run) has a C ``__call__``; `forward` calls it
 as `call_partial` (registered with ``called_as``), with the same gradient.
 
-The iterators above, and the `IndexIter` of a generator expression, must keep their
-gradient whatever consumes them.  ``next`` and ``for`` (`ops.iterate`) handle an
-`IndexIter`, and ``sum``, ``min``, ``max``, ``math.fsum``, ``math.prod`` do through
-`math.mirror`; the rules of ``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``,
-`ops.unpack`, `ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend`
-(``[*it]``) in containers.py, and of ``list.extend`` and ``+=`` on a list in
-mutation.py and operators.py, take it for an opaque iterable, so this module wraps
-them: a call with an `IndexIter` argument is handled here, any other goes on to the
-rule it wraps.
+The iterators above, and the lazy iterators of differentiated code (a generator
+expression's or a generator function's `Generator`), must keep their gradient whatever
+consumes them.  ``next`` and ``for`` (`ops.iterate`) handle both, and ``sum``, ``min``,
+``max``, ``math.fsum``, ``math.prod`` an `IndexIter` through `math.mirror`; the rules of
+``iter``, ``zip``, ``dict``, ``list``, ``tuple``, ``enumerate``, `ops.unpack`,
+`ops.unpack_ex`, `ops.apply` (``f(*it)``) and `ops.list_extend` (``[*it]``) in
+containers.py, and of ``list.extend`` and ``+=`` on a list in mutation.py and
+operators.py, take it for an opaque iterable, so this module wraps them: a call with
+such an argument is handled here, any other goes on to the rule it wraps.  A rule
+that consumes a `Generator` hands every item's gradient back to it (`grad_at`,
+`Generator.back`), also when its own result got none (its pullback is an `Effect`):
+the generator's reverse pass goes on over those items then.  Rules elsewhere that
+consume an iterable whole are wrapped with `take_generators_whole` (sets, statistics).
 """
 from __future__ import annotations
 
+import builtins
 import functools
+import math
 import operator
 
 from ._frozen import np
 
 from ..ir import ops
-from ..runtime.algebra import accum, is_differentiable, unwrap
+from ..runtime.algebra import accum, unwrap
 from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
+from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
 from .containers import IndexIter
 from .math import mirror
 
 
+LAZY = (IndexIter, Generator)  # iterators that know how many items they gave
+_END = object()
+_SEQUENCES = (list, tuple, np.ndarray)
+LAZY_NOTE = "lazy, as Python's: each item is computed when it is taken"
+
+
+def consumed(xs):
+    """An iterator over the items of ``xs`` for a rule that hands their gradients back
+    (to a differentiated generator, through `grad_at`)."""
+    return _taking(xs) if type(xs) is Generator else iter(xs)
+
+
+def _taking(g):
+    """The items of generator ``g``, taken by ``send`` (not its ``__next__``, which marks
+    them as taken by a consumer that knows no generators)."""
+    while True:
+        try:
+            yield g.send(None)
+        except StopIteration:
+            return
+
+
 def _start(xs):
     """Where the one-shot iterable ``xs`` is before a rule consumes it."""
-    return xs.i if type(xs) is IndexIter else 0
+    return xs.i if type(xs) in LAZY else 0
 
 
 def grad_at(xs, at, gs):
@@ -64,7 +91,11 @@ def grad_at(xs, at, gs):
     sequence under an `IndexIter`, else counted from 0) had the gradients ``gs`` (None
     for zero) when a rule consumed them: a list, tuple or array for one, the gradient
     of the sequence under an `IndexIter`, a set's (items in its order), None for any other iterable or when every
-    ``gs`` is None."""
+    ``gs`` is None.  A differentiated generator takes its items' gradients (all, also
+    None, so that its reverse pass goes on) and gets None."""
+    if type(xs) is Generator:
+        xs.back_items(at, gs)
+        return None
     seq = xs.xs if type(xs) is IndexIter else xs
     if not isinstance(seq, (list, tuple, np.ndarray, set, frozenset)):
         return None
@@ -80,28 +111,6 @@ def seq_grad(xs, start, gs):
     return grad_at(xs, range(start, start + len(gs)), gs)
 
 
-def _zip(xs, strict=False):
-    """``list(zip(*xs, strict=strict))``, taking items as Python's zip does (one more
-    from the arguments before the first one exhausted), and for each argument the
-    positions of the items it gave (``zip(it, it)`` pairs alternate items)."""
-    its = [iter(x) for x in xs]  # iter(it) is it
-    at = [[] for _ in xs]
-    rows = []
-    while its:
-        row = []
-        for j, it in enumerate(its):
-            i = it.i if type(it) is IndexIter else len(rows)
-            try:
-                row.append(next(it))
-            except StopIteration:
-                if strict:
-                    _zip_strict_error(its, j)
-                return rows, at
-            at[j].append(i)
-        rows.append(tuple(row))
-    return rows, at
-
-
 def _zip_strict_error(its, j):
     """Python's error when ``zip(..., strict=True)`` found argument ``j`` exhausted."""
     if j:
@@ -111,11 +120,6 @@ def _zip_strict_error(its, j):
             raise ValueError(f"zip() argument {k} is longer than argument{'s 1-' if k > 2 else ' '}{k - 1}")
 
 
-def _result(ys):
-    """The iterator a rule returns over the list ``ys``."""
-    return IndexIter(ys) if is_differentiable(ys) else iter(ys)
-
-
 def _items_of(d, n):
     """The item gradients of a gradient ``d`` of an iterator over ``n`` items."""
     if d is None:
@@ -123,50 +127,78 @@ def _items_of(d, n):
     return [unwrap(g) for g in d]
 
 
-@rule(map)
-def _map(f, *xss):
-    if not xss:
-        map(f)  # Python's TypeError
-    rows, at = _zip(xss)
-    ys, pbs = [], []
-    for args in rows:
-        y, pb = forward(f, *args)
-        ys.append(y)
-        pbs.append(pb)
+# ---- map, filter, and zip/enumerate of iterators: lazy, as Python's ---------------
 
-    def back(d):
-        d = _items_of(unwrap(d), len(ys))
-        df, cols = None, [[None] * len(ys) for _ in xss]
-        for i in reversed(range(len(ys))):  # in reverse, as the adjoint of a loop would
-            if d[i] is None and not _runs_without_gradient(pbs[i]):
-                continue
-            g = pbs[i](d[i])
-            df = accum(df, unwrap(g[0]))
-            for col, gi in zip(cols, g[1:]):
-                col[i] = gi
-        return (None, df) + tuple(grad_at(xs, a, col) for xs, a, col in zip(xss, at, cols))
-    return _result(ys), (Effect(back) if any(map(_runs_without_gradient, pbs)) else back)
+def as_python(f, keywords=(), note=None, check=None):
+    """Differentiate calls of ``f`` as calls of the decorated Python function (a
+    generator function for a lazy ``f``); ``check(*args, **kw)`` raises Python's errors
+    for bad arguments at the call, where a generator would raise them only when run."""
+    def register(py):
+        def r(*args, **kw):
+            if check is not None:
+                check(*args, **kw)
+            return forward(py, *args, **kw)
+        r.__name__, r.__doc__ = py.__name__, py.__doc__
+        rule(f, keywords=keywords, note=note)(r)
+        return py
+    return register
 
 
-@rule(filter)
-def _filter(f, xs):
-    start = _start(xs)
-    v = list(xs)
-    tests, effects = _called(f, v)
-    keep = [i for i, t in enumerate(tests) if t]
+def _some_iterable(function, *iterables):
+    if not iterables:
+        map(function)  # Python's TypeError
 
-    def back(d):
-        df, g = effects()
-        for i, gi in zip(keep, _items_of(unwrap(d), len(keep))):
-            g[i] = accum(g[i], gi)
-        return None, df, seq_grad(xs, start, g)
-    return _result([v[i] for i in keep]), (back if isinstance(effects, _NoEffects) else Effect(back))
+
+@as_python(map, note=LAZY_NOTE, check=_some_iterable)
+def _map(function, *iterables):
+    """``map``: each call of ``function`` when its item is taken."""
+    if len(iterables) == 1 and type(iterables[0]) in _SEQUENCES:
+        xs, i = iterables[0], 0
+        while i < len(xs):  # (a read per item, kept in one gradient: no iterator's to carry)
+            yield function(xs[i])
+            i += 1
+    elif len(iterables) == 1:
+        for x in iterables[0]:
+            yield function(x)
+    else:
+        for args in zip(*iterables):
+            yield function(*args)
+
+
+@as_python(filter, note=LAZY_NOTE)
+def _filter(function, iterable):
+    """``filter``: each test when the items are taken; the tests get no gradient."""
+    for x in iterable:
+        if x if function is None else function(x):
+            yield x
+
+
+def _zip_lazily(*iterables, strict=False):
+    """``zip`` of an argument that is an iterator: a row when it is taken."""
+    its = [iter(x) for x in iterables]
+    while its:
+        row = ()
+        for k, it in enumerate(its):
+            v = next(it, _END)
+            if v is _END:
+                if strict:
+                    _zip_strict_error(its, k)
+                return
+            row = row + (v,)
+        yield row
+
+
+def _enumerate_lazily(iterable, start=0):
+    """``enumerate`` of an iterator: a pair when it is taken."""
+    for x in iterable:
+        yield start, x
+        start += 1
 
 
 @rule(sorted, keywords=("key",))
 def _sorted(xs, *, key=None, reverse=False):
     start = _start(xs)
-    v = list(xs)
+    v = list(consumed(xs))
     keys, effects = _called(key, v)
     order = sorted(range(len(v)), key=keys.__getitem__, reverse=reverse)
 
@@ -264,37 +296,47 @@ def _partial(f, *args, **kw):
 
 # ---- consuming an IndexIter ---------------------------------------------------
 
-def _wrap(f, handle):
-    """Make ``handle`` the rule of ``f`` for calls with an `IndexIter` argument; every
-    other call goes on to ``f``'s present rule."""
-    base = RULES[f].fn
+def _wrap(f, handle, kinds=LAZY):
+    """Make ``handle`` the rule of ``f`` for calls with an argument of a type in
+    ``kinds``; every other call goes on to ``f``'s present rule."""
+    old = RULES[f]
+    base = old.fn
 
     def r(*args, **kw):
         for a in args:
-            if type(a) is IndexIter:
+            if type(a) in kinds:
                 return handle(base, *args, **kw)
         return base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
-    rule(f, override=True)(r)  # (the rule it wraps stays inside it)
+    # (the rule it wraps stays inside it, and so does how a call binds)
+    rule(f, override=True, like=old.like, aliases=old.aliases, keywords=old.keywords)(r)
 
 
 def _materialized(base, *args, **kw):
     """A call that consumes its iterator arguments whole: the rule for ``f`` sees a
     tuple of the remaining items, and the gradient it gives that tuple goes to the
     sequence under the iterator, at the positions consumed."""
-    its = [(j, a, a.i) for j, a in enumerate(args) if type(a) is IndexIter]
+    its = [(j, a, a.i) for j, a in enumerate(args) if type(a) in LAZY]
     args = list(args)
     for j, it, _ in its:
-        args[j] = tuple(it)
+        args[j] = tuple(consumed(it))
     y, back = base(*args, **kw)
 
     def pb(d):
-        g = list(back(d))
+        g = list(back(d)) if d is not None or _runs_without_gradient(back) else [None] * (1 + len(args))
         for j, it, start in its:
             gj = unwrap(g[1 + j])
-            g[1 + j] = None if gj is None else seq_grad(it, start, list(gj))
+            g[1 + j] = seq_grad(it, start, [None] * len(args[j]) if gj is None else list(gj))
         return tuple(g)
-    return y, wrapping(back, pb)
+    return y, _handing_back(its, back, pb)
+
+
+def _handing_back(xs, inner, pb):
+    """The pullback ``pb`` of a rule that called ``inner`` on the items of ``xs``: one that
+    runs without a gradient too where a differentiated generator is among ``xs``, whose
+    reverse pass must go on over the items it gave."""
+    lazy = any(type(x) is Generator for x in xs)
+    return Effect(pb) if lazy else wrapping(inner, pb)
 
 
 def _list_iadd(base, xs, ys):
@@ -302,7 +344,7 @@ def _list_iadd(base, xs, ys):
     return _materialized(base, xs, ys) if type(xs) is list else base(xs, ys)
 
 
-for _f in (list, tuple, dict, enumerate, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
+for _f in (list, tuple, dict, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
            list.extend):
     _wrap(_f, _materialized)
 _wrap(operator.iadd, _list_iadd)
@@ -315,16 +357,29 @@ def _iter_of_iter(base, it, *sentinel):
     return iter(it), lambda d: (None, d)
 
 
-def _zip_iters(base, *xs, strict=False):
-    """``zip`` of iterators: each argument gets the gradients of the items it gave."""
-    y, at = _zip(xs, strict)
+def _lazily(py):
+    """A handler of `_wrap` that makes the call a call of the generator function ``py``."""
+    return lambda base, *args, **kw: forward(py, *args, **kw)
 
-    def back(d):
-        rows = _items_of(unwrap(d), len(y))
-        cols = [[None if r is None else r[j] for r in rows] for j in range(len(xs))]
-        return (None,) + tuple(grad_at(x, a, c) for x, a, c in zip(xs, at, cols))
-    return y, back
+
+def _passing_back(base, *args, **kw):
+    """A rule that hands gradients to its iterable arguments itself (`grad_at`), made to
+    do so also when its result has no gradient."""
+    y, back = base(*args, **kw)
+    return y, _handing_back(args, back, back)
 
 
 _wrap(iter, _iter_of_iter)
-_wrap(zip, _zip_iters)
+_wrap(zip, _lazily(_zip_lazily))
+_wrap(enumerate, _lazily(_enumerate_lazily))
+_wrap(sorted, _passing_back, (Generator,))
+
+
+def take_generators_whole(*fs):
+    """Make the rules of ``fs``, which consume their iterable arguments whole, see a
+    differentiated generator's items as a tuple, whose gradient goes back to it."""
+    for f in fs:
+        _wrap(f, _materialized, (Generator,))
+
+
+take_generators_whole(builtins.sum, builtins.min, builtins.max, math.fsum, math.prod, math.dist, tuple.__new__)

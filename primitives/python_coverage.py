@@ -36,6 +36,7 @@ _CONSTRUCTS = """\
 | `d \\| e` on dicts | differentiated: a key in both keeps the right operand's value, which gets its gradient |
 | `d \\|= e` on dicts | differentiated as `d.update(e)`, a change in place |
 | `x.__mul__(y)`, `float.__add__(x, y)`, `y.__rsub__(x)`, `x.__neg__()` on numbers and arrays | differentiated as their operators; `NotImplemented` (no gradient) where Python's is |
+| generator expressions, generator functions (`yield`, `yield from`, `send`), `map`, `filter`, `zip`/`enumerate` of an iterator | differentiated lazily: each item is computed when it is taken, as in Python (the README says what is refused) |
 | everything else | see the table "What is supported" in the README |
 """
 
@@ -84,7 +85,7 @@ _TITLES = (("rule", "Differentiated by a rule"),
            ("plain", "Run plainly, no gradient"),
            ("refused", "Refused with an error naming your line"),
            ("python", "Python code, differentiated through the transform as your code is, "
-                      "not each tested (a generator function among them is refused)"),
+                      "not each tested (generator functions among them lazily, as generators)"),
            ("none", "No rule: `NoRuleError` when a differentiable value reaches them (run "
                     "plainly otherwise)"))
 

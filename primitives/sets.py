@@ -31,6 +31,7 @@ from ..runtime.mutation import Effect
 from ..runtime.rules import RULES, changes_arguments, nograd, rule
 from ..runtime.shadow import current
 from .containers import SETS, merge_rule
+from .functional import take_generators_whole
 from .math import mirror
 
 
@@ -80,6 +81,9 @@ for _f in (set, frozenset, set.union, set.intersection, set.difference, set.symm
            set.copy, frozenset.union, frozenset.intersection, frozenset.difference,
            frozenset.symmetric_difference, frozenset.copy):
     rule(_f)(_set_op(_f))
+take_generators_whole(set, frozenset, set.union, set.intersection, set.difference,
+                      set.symmetric_difference, frozenset.union, frozenset.intersection,
+                      frozenset.difference, frozenset.symmetric_difference)
 
 
 def _adds(s, items):

@@ -1,10 +1,10 @@
 """Rules for the standard library beyond the builtins.
 
 Several C functions are differentiated as the Python code below, which does what they do
-(`_as_python`): ``functools.reduce``; ``itertools.chain``, ``chain.from_iterable``,
-``product``, ``accumulate``, ``islice`` and ``pairwise`` (evaluated eagerly, as ``map``
-is: their items are computed when they are called, and they return an iterator over a
-list); ``heapq.heappush``, ``heappop``, ``heappushpop``, ``heapreplace`` and ``heapify``
+(`functional.as_python`): ``functools.reduce``; ``itertools.chain``, ``chain.from_iterable``,
+``accumulate``, ``islice``, ``pairwise``, ``count`` and ``repeat`` (generators, lazy as
+Python's are);
+``product`` (its rows made at the call); ``heapq.heappush``, ``heappop``, ``heappushpop``, ``heapreplace`` and ``heapify``
 (CPython's algorithm, whose changes of the list are differentiated as any),
 ``nsmallest``/``nlargest`` (``sorted(xs, key=key)[:n]``, as documented), ``bisect.insort``
 (the position gets no gradient).  A ``defaultdict`` passed in (or made by a call run
@@ -38,26 +38,19 @@ from ..runtime.forward import forward
 from ..runtime.mutation import watch_kind
 from ..runtime.rules import RULES, changes_arguments, nograd, nondifferentiable, rule
 from .containers import check_changeable, missing
+from .functional import LAZY_NOTE, as_python, take_generators_whole
 from .math import items, mirror
 from .mutation import _dict_write
 
 _END = object()
 
 
-_EAGER = "evaluated eagerly (as map): every item is computed at the call"
+_EAGER = "evaluated eagerly: every row is made at the call (the pools are taken then, as Python does)"
 
 
-def _as_python(f, keywords=(), note=None):
-    """Differentiate calls of ``f`` as calls of the decorated Python function."""
-    def register(py):
-        rule(f, keywords=keywords, note=note)(lambda *args, **kw: forward(py, *args, **kw))
-        return py
-    return register
+# ---- functools, itertools: lazy where Python's are, as generators --------------------
 
-
-# ---- functools, itertools ----------------------------------------------------
-
-@_as_python(functools.reduce)
+@as_python(functools.reduce)
 def _reduce(function, iterable, *initial):
     it = iter(iterable)
     value = initial[0] if initial else next(it, _END)
@@ -68,20 +61,19 @@ def _reduce(function, iterable, *initial):
     return value
 
 
-@_as_python(itertools.chain, note=_EAGER)
+@as_python(itertools.chain, note=LAZY_NOTE)
 def _chain(*iterables):
-    out = []
     for xs in iterables:
-        out.extend(xs)
-    return iter(out)
+        yield from xs
 
 
-@_as_python(itertools.chain.from_iterable, note=_EAGER)
+@as_python(itertools.chain.from_iterable, note=LAZY_NOTE)
 def _chain_from_iterable(iterables):
-    return _chain(*iterables)
+    for xs in iterables:
+        yield from xs
 
 
-@_as_python(itertools.product, keywords=("repeat",), note=_EAGER)
+@as_python(itertools.product, keywords=("repeat",), note=_EAGER)
 def _product(*iterables, repeat=1):
     rows = [()]
     for pool in [tuple(p) for p in iterables] * repeat:
@@ -89,48 +81,62 @@ def _product(*iterables, repeat=1):
     return iter(rows)
 
 
-@_as_python(itertools.accumulate, keywords=("initial",), note=_EAGER)
+@as_python(itertools.accumulate, keywords=("initial",), note=LAZY_NOTE)
 def _accumulate(iterable, func=None, *, initial=None):
     it = iter(iterable)
     total = next(it, _END) if initial is None else initial
-    out = []
     if total is not _END:
-        out.append(total)
+        yield total
         for x in it:
             total = total + x if func is None else func(total, x)
-            out.append(total)
-    return iter(out)
+            yield total
 
 
-def _islice_arguments(*args):
-    """Python's errors for bad arguments of ``islice``; the slice they give."""
+def _islice_arguments(iterable, *args):
+    """Python's errors for bad arguments of ``islice``, at the call, as Python checks them."""
     itertools.islice((), *args)
-    return slice(*args)
 
 
-nondifferentiable(_islice_arguments)
-
-
-@_as_python(itertools.islice, note=_EAGER)
+@as_python(itertools.islice, note=LAZY_NOTE, check=_islice_arguments)
 def _islice(iterable, *args):
-    s = _islice_arguments(*args)
+    s = slice(*args)
     start, step = s.start or 0, s.step or 1
-    it, out, i = iter(iterable), [], 0
+    it, i = iter(iterable), 0
     while s.stop is None or i < s.stop:  # (no item past the stop is taken)
         x = next(it, _END)
         if x is _END:
-            break
+            return
         if i >= start and (i - start) % step == 0:
-            out.append(x)
+            yield x
         i += 1
-    return iter(out)
+
+
+@as_python(itertools.count, note=LAZY_NOTE)
+def _count(start=0, step=1):
+    while True:
+        yield start
+        start += step
+
+
+@as_python(itertools.repeat, note=LAZY_NOTE)
+def _repeat(obj, *times):
+    if not times:
+        while True:
+            yield obj
+    for _ in range(times[0]):
+        yield obj
 
 
 if hasattr(itertools, "pairwise"):
-    @_as_python(itertools.pairwise, note=_EAGER)
+    @as_python(itertools.pairwise, note=LAZY_NOTE)
     def _pairwise(iterable):
-        xs = list(iterable)
-        return iter([(xs[i], xs[i + 1]) for i in range(len(xs) - 1)])
+        it = iter(iterable)
+        a = next(it, _END)
+        if a is _END:
+            return
+        for b in it:
+            yield a, b
+            a = b
 
 
 # ---- heapq, bisect -----------------------------------------------------------
@@ -169,14 +175,14 @@ def _a_list(f, heap):
 nondifferentiable(_a_list)
 
 
-@_as_python(heapq.heappush)
+@as_python(heapq.heappush)
 def _heappush(heap, item):
     _a_list(heapq.heapify, heap)
     heap.append(item)
     _siftdown(heap, 0, len(heap) - 1)
 
 
-@_as_python(heapq.heappop)
+@as_python(heapq.heappop)
 def _heappop(heap):
     _a_list(heapq.heapify, heap)
     last = heap.pop()
@@ -188,7 +194,7 @@ def _heappop(heap):
     return item
 
 
-@_as_python(heapq.heappushpop)
+@as_python(heapq.heappushpop)
 def _heappushpop(heap, item):
     _a_list(heapq.heapify, heap)
     if heap and heap[0] < item:
@@ -197,7 +203,7 @@ def _heappushpop(heap, item):
     return item
 
 
-@_as_python(heapq.heapreplace)
+@as_python(heapq.heapreplace)
 def _heapreplace(heap, item):
     _a_list(heapq.heapify, heap)
     top = heap[0]
@@ -206,31 +212,31 @@ def _heapreplace(heap, item):
     return top
 
 
-@_as_python(heapq.heapify)
+@as_python(heapq.heapify)
 def _heapify(heap):
     _a_list(heapq.heapify, heap)
     for i in reversed(range(len(heap) // 2)):
         _siftup(heap, i)
 
 
-@_as_python(heapq.nsmallest, keywords=("key",),
+@as_python(heapq.nsmallest, keywords=("key",),
             note="as sorted(xs, key=key)[:n]; key gets no gradient")
 def _nsmallest(n, iterable, key=None):
     return sorted(iterable, key=key)[:n]
 
 
-@_as_python(heapq.nlargest, keywords=("key",),
+@as_python(heapq.nlargest, keywords=("key",),
             note="as sorted(xs, key=key, reverse=True)[:n]; key gets no gradient")
 def _nlargest(n, iterable, key=None):
     return sorted(iterable, key=key, reverse=True)[:n]
 
 
-@_as_python(bisect.insort_right, keywords=("key",))
+@as_python(bisect.insort_right, keywords=("key",))
 def _insort_right(a, x, lo=0, hi=None, *, key=None):
     a.insert(bisect.bisect_right(a, x if key is None else key(x), lo, hi, key=key), x)
 
 
-@_as_python(bisect.insort_left, keywords=("key",))
+@as_python(bisect.insort_left, keywords=("key",))
 def _insort_left(a, x, lo=0, hi=None, *, key=None):
     a.insert(bisect.bisect_left(a, x if key is None else key(x), lo, hi, key=key), x)
 
@@ -290,6 +296,7 @@ if hasattr(math, "sumprod"):  # (3.12: statistics.fmean with weights calls it)
         def grad(a, mine, other, d):
             return mirror(a, [None if _int(u) else d * v for u, v in zip(mine, other)])
         return y, lambda d: (None, grad(p, vp, vq, d), grad(q, vq, vp, d))
+    take_generators_whole(math.sumprod)  # (statistics.covariance passes it two)
 
 
 @rule(statistics.geometric_mean, note="closed form; positive data")
@@ -317,6 +324,10 @@ def _harmonic_mean(data, weights=None):
             weights, [None if _int(wi) else d * (1 / s - total / (s * s * x)) for x, wi in zip(v, w)])
         return None, mirror(data, dx), dw
     return y, back
+
+
+take_generators_whole(statistics.mean, statistics.variance, statistics.stdev, statistics.pvariance,
+                      statistics.pstdev, statistics.geometric_mean, statistics.harmonic_mean)
 
 
 # ---- collections, types --------------------------------------------------------

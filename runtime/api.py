@@ -13,6 +13,7 @@ from . import computing, mutation, shadow
 from .algebra import unwrap
 from .errors import NotScalarError
 from .forward import call_function, compiled, forward
+from .generators import Generator
 
 
 _COMPUTING = computing.computing()
@@ -279,6 +280,9 @@ def _seed(y, f):
 
 def _scalar_message(f, y, what):
     name = getattr(f, "__qualname__", repr(f))
+    if type(y) is Generator:  # (its items are made when taken: inside the computation)
+        return (f"gradient needs a real scalar output, but {name} returned a generator; "
+                f"differentiate a function that consumes it: lambda *a: sum({name}(*a))")
     return (f"gradient needs a real scalar output, but {name} returned a value that {what}; "
             f"use bytegrad.pullback({name}, ...) and call its back with a gradient of the output")
 

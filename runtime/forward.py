@@ -15,7 +15,7 @@ import types
 from ..ir import lift
 from ..ir.emit import emit
 from ..transforms.reverse import transform
-from . import algebra, mutation
+from . import algebra, generators, mutation
 from .binding import call_with_keywords
 from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
@@ -84,9 +84,11 @@ class Compiled:
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})
         m = self.stages.lifted.meta
+        self.generator = m.generator
         # how many arguments given by position alone are the entry arguments as they are
         # (-1: none are, *args, **kw or keyword-only parameters need binding)
-        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount
+        self.binds = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount
+        self.arity = -1 if m.generator else self.binds  # (`forward` calls `_call` where it is -1)
 
 
 _CACHE = Cache(Compiled)
@@ -179,10 +181,12 @@ def call_function(f, args, kw, wrt=None):
 
 def _call(f, c, args, kw):
     """``forward`` of Python function ``f`` through its transformed code ``c``."""
-    if kw or len(args) != c.arity:
+    if kw or len(args) != c.binds:
         params, unbind = _bind(f, args, kw)
     else:
         params, unbind = args, None
+    if c.generator:
+        return generators.start(f, c.forward_code, c.adjoint, params, unbind)
     # a function per call, so that no cache entry keeps a globals dict alive
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
     return _pulled(y, Pullback(c.adjoint, tape) if unbind is None else Unbinding(c.adjoint, tape, unbind))

@@ -28,6 +28,17 @@ def test_dump_all_stages(tmp_path, capsys):
     assert "@g" in out                       # the adjoint's gradient slots
 
 
+def test_dump_of_a_generator(tmp_path, capsys):
+    f = tmp_path / "gen.py"
+    f.write_text("def pairs(xs):\n    for a, b in zip(xs, xs[1:]):\n        yield a * b\n")
+    main(["ir", "dump", f"{f}:pairs"])
+    out = capsys.readouterr().out
+    for stage in ("lifted", "forward", "adjoint"):
+        assert f"# {stage} IR of pairs ({f}:1) (a generator: ops.yield_ suspends it)" in out
+    assert out.count("ops.yield_(") == 1 + 2 + 1  # the yield; the forward's first (its tape) too
+    assert "1: (%1, %2, %3)" in out  # the adjoint's: tape, gradient, the yield it stopped at
+
+
 def test_dump_dot_to_file(tmp_path):
     out = tmp_path / "foo.dot"
     main(["ir", "dump", f"{write(tmp_path)}:foo", "--stage", "forward", "--format", "dot",

@@ -107,7 +107,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                     continue
                 stored = [x for x in _containing(st, hazard.numbers) if isinstance(x, Var)
                           or isinstance(x, Global) and changeable(x)]
-                if const and effectful(st.fn):  # the object may receive a gradient later
+                if const and (effectful(st.fn) or st.fn is ops.yield_):
+                    # the object may receive a gradient later (what a yield sends in may have one)
                     changed |= reach(v, False)
                     hazard.spread(stored)
                     continue

@@ -45,6 +45,51 @@ the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       %13 = mutation.runs_without_gradient(%7)       # line 2
       br 2 unless %13
       br 3
+
+A generator's adjoint is a generator too, which takes a third argument: the number of
+the ``yield`` the forward generator is suspended at (None when it returned).  It starts
+there, or at the return; each ``yield`` backwards hands out the gradient of the value
+sent in and takes in the gradient of the item yielded (runtime/generators.py drives
+it, one resumption of the forward generator at a time):
+
+    >>> def g(x):
+    ...     yield x * 2.0
+    ...     yield x
+    >>> print(bytegrad.stages(g).adjoint)
+    1: (%1, %2, %3)
+      %4 = reversed(%1)
+      %5 = getattr(%4, '__next__')
+      @g1 = ops.identity(None)
+      @g2 = ops.identity(None)
+      @g3 = ops.identity(None)
+      @g4 = ops.identity(None)
+      @g5 = ops.identity(None)
+      %6 = operator.eq(%3, 0)
+      br 4 unless %6
+      br 2
+    2:
+      %7 = %5()                                      # line 2
+      %8 = ops.yield_(@g4)                           # line 2
+      @g4 = ops.identity(None)                       # line 2
+      @g3 = ops.identity(%8)                         # line 2
+      %9 = taped.mul_back(%5, @g3)                   # line 2
+      @g3 = ops.identity(None)                       # line 2
+      %10 = operator.getitem(%9, 1)                  # line 2
+      @g2 = algebra.accum(@g2, %10)                  # line 2
+      %11 = ops.build_tuple(@g1, @g2)
+      return %11
+    3:
+      %12 = %5()                                     # line 3
+      %13 = ops.yield_(@g5)                          # line 3
+      @g5 = ops.identity(None)                       # line 3
+      @g2 = ops.identity(%13)                        # line 3
+      br 2
+    4:
+      %14 = operator.eq(%3, 1)
+      br 5 unless %14
+      br 3
+    5:
+      br 3
 """
 from __future__ import annotations
 
@@ -53,7 +98,7 @@ import operator
 from ..ir import IR, Branch, Global, Meta, Slot, Stmt, Var, ops
 from ..ir.cfg import CFG, flow, incoming
 from ..ir.simplify import simplify
-from .register import recorded, taped_call
+from .register import recorded, taped_call, yield_sites
 from .returns import return_block
 
 
@@ -70,9 +115,12 @@ class _Adjoint:
         self.home = {v: b for b, blk in enumerate(ir.blocks)
                      for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
-        self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno))
+        self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno, generator=m.generator))
         self.tape = self.adj.argument(0)
         self.dy = self.adj.argument(0)
+        self.sites = yield_sites(ir)
+        if m.generator:  # the yield it stopped at, or None when it returned
+            self.stop = self.adj.argument(0)
         # in the order of definition, not of the variables' addresses: the same code every run
         self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
         self.start = {}
@@ -101,6 +149,8 @@ class _Adjoint:
         @gx += d[i]…`` (``back`` pops them and tests for a gradient itself), or where
         only the first operand takes a gradient, ``@gx = into(pop, @gv, @gx)``."""
         line, gv = st.line, self.slots[v]
+        if v in self.sites:
+            return self.resumed(b, v, st)
         taped = taped_call(st, self.taped)
         if taped is not None:
             _, back, into = taped
@@ -135,6 +185,18 @@ class _Adjoint:
         self.gradients(b, st, d, line)
         self.adj.branch(self.cur, Branch("br", after))
         self.cur = after
+
+    def resumed(self, b, v, st):
+        """``%s = yield %v`` backwards, in a block of its own (where the adjoint of a
+        generator suspended there starts): hand the gradient of what was sent out, and
+        take the gradient of what was yielded in, ``d = yield @gs; @gv += d``."""
+        line, gs = st.line, self.slots[v]
+        self.adj.branch(self.cur, Branch("br", self.resume[v]))
+        self.cur = self.resume[v]
+        self.emit(self.pop, line=line)  # (the yield's number)
+        d = self.emit(ops.yield_, gs, line=line)
+        self.emit(ops.identity, None, dest=gs, line=line)
+        self.add_into(st.args[0], d, line, b)
 
     def dense(self, v, st, gv, line):
         """The gradient in slot ``gv`` as ``st``'s pullback takes it."""
@@ -208,13 +270,19 @@ class _Adjoint:
         for b in range(len(ir.blocks)):
             self.start[b] = self.adj.block()
         self.after = {b: self.adj.block() for b in range(len(ir.blocks)) if ir.blocks[b].catches()}
+        self.resume = {v: self.adj.block() for v in self.sites}
+        for v, k in self.sites.items():  # a suspended generator's adjoint starts at its yield
+            rest = self.adj.block()
+            self.adj.branch(self.cur, Branch("br", rest, cond=self.emit(operator.eq, self.stop, k)))
+            self.adj.branch(self.cur, Branch("br", self.resume[v]))
+            self.cur = rest
         if r is not None:
             (y,) = [br.args[0] for br in ir.blocks[r].branches if br.kind == "return"]
             if self.slot(y) is not None:
                 self.emit(ops.identity, self.dy, dest=self.slots[y])
-            self.adj.branch(0, Branch("br", self.start[r]))
+            self.adj.branch(self.cur, Branch("br", self.start[r]))
         else:
-            self.adj.branch(0, Branch("br", self.start[0]))
+            self.adj.branch(self.cur, Branch("br", self.start[0]))
         for b in range(len(ir.blocks)):
             self.block(b)
         return self.adj

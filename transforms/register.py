@@ -47,6 +47,12 @@ def recorded(ir, b) -> bool:
     return len(incoming(ir, b)) > 1
 
 
+def yield_sites(ir) -> dict:
+    """The ``yield`` statements of a generator's IR, numbered in order: ``{%v: k}``.
+    The forward pass pushes ``k`` before it yields; the adjoint can start there."""
+    return {v: k for k, (_, v, _) in enumerate(s for s in ir.statements() if s[2].fn is ops.yield_)}
+
+
 def taped_call(st, taped):
     """``(record, back, into)`` when statement ``st`` puts values on the tape (a
     constant callee with such rules, called with positional arguments), else None."""
@@ -87,7 +93,7 @@ def register(ir, active, hooks) -> IR:
     forward, forward_soft = hooks.forward, hooks.forward_soft
     soft, reading = getattr(active, "soft", ()), getattr(active, "reading", ())
     m = ir.meta
-    fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno))
+    fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno, generator=m.generator))
     env = {}
     for b in range(1, len(ir.blocks)):
         fwd.block()
@@ -97,6 +103,9 @@ def register(ir, active, hooks) -> IR:
     line = m.firstlineno
     tape = fwd.push(0, Stmt(list, (), None, line))
     push = fwd.push(0, Stmt(getattr, (tape, "append"), None, line))
+    if m.generator:  # a generator hands its tape over when it is made, before any code of its own
+        fwd.push(0, Stmt(ops.yield_, (tape,), None, line))
+    sites = yield_sites(ir)
     look = lambda x: env.get(x, x) if isinstance(x, Var) else x
     edge_no = {}
     for b in range(len(ir.blocks)):
@@ -107,6 +116,10 @@ def register(ir, active, hooks) -> IR:
     for b, blk in enumerate(ir.blocks):
         for v, primal in blk.stmts:
             st = primal.map(look)
+            if v in sites:
+                fwd.push(b, Stmt(push, (sites[v],), None, st.line))
+                env[v] = fwd.push(b, st)
+                continue
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue

@@ -12,15 +12,12 @@ Each version is a module, ``py311``, ``py312``, ``py313``; each subclasses the o
 before and overrides only what its interpreter changed (the module docstrings
 list it).
 
-A generator expression is decoded as an eager function (a generator function is
-still refused): ``RETURN_GENERATOR`` and its ``POP_TOP`` become ``BUILD_LIST 0``,
-an accumulator that stays at the bottom of the stack; each ``YIELD_VALUE`` becomes
-``YIELD_TO_LIST`` (append to the accumulator; the yield's value is None); the final
-``LOAD_CONST None; RETURN_VALUE`` returns ``iter(accumulator)``::
-
-    (x * x for x in .0)   →   acc = []; for x in .0: acc.append(x * x); return iter(acc)
-
-so every item is computed when the expression is created, not when it is consumed.
+A generator (a generator function's code, or a generator expression's) is lifted as
+it is: ``RETURN_GENERATOR`` and its ``POP_TOP`` go (the emitter puts them back, from
+`Meta.generator`), ``YIELD_VALUE`` is ``yield`` in 3.11's terms, ``SEND`` (``yield
+from``) 3.11's, which pops its receiver when that returns (3.12's ``END_SEND`` goes);
+the handlers the compiler adds to a generator's code (3.12: ``StopIteration`` to
+``RuntimeError``, ``throw`` at a ``yield from``) are left out.
 """
 from __future__ import annotations
 

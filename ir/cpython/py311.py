@@ -35,13 +35,9 @@ UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
 UNSUPPORTED = {
     "BEFORE_ASYNC_WITH": "async with statement",
     "CHECK_EG_MATCH": "except*",
-    "YIELD_VALUE": "generator (yield)",
-    "RETURN_GENERATOR": "generator (yield)",
-    "SEND": "yield from / await",
     "GET_AWAITABLE": "await",
     "GET_AITER": "async for",
     "GET_ANEXT": "async for",
-    "GET_YIELD_FROM_ITER": "yield from",
     "ASYNC_GEN_WRAP": "async generator",
     "LOAD_BUILD_CLASS": "class definition",
     "SETUP_ANNOTATIONS": "annotations",
@@ -52,7 +48,6 @@ UNSUPPORTED = {
 }
 
 _FLAGS = {  # flag → construct, and the opcode whose line to report (else the def line)
-    inspect.CO_GENERATOR: ("generator (yield)", "YIELD_VALUE"),
     inspect.CO_COROUTINE: ("async def", None),
     inspect.CO_ASYNC_GENERATOR: ("async generator", None),
     inspect.CO_ITERABLE_COROUTINE: ("coroutine", None),
@@ -60,16 +55,6 @@ _FLAGS = {  # flag → construct, and the opcode whose line to report (else the 
 
 _CELL_OPS = {"LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE", "MAKE_CELL", "DELETE_DEREF",
              "LOAD_CLASSDEREF"}
-
-# a generator expression's return (stack: accumulator, None) → return iter(accumulator)
-_RETURN_ITER = [("POP_TOP",), ("PUSH_NULL",), ("SWAP", 2), ("LOAD_CONST", iter),
-                ("SWAP", 2), ("CALL", 1), ("RETURN_VALUE",)]
-
-
-def is_genexpr(code) -> bool:
-    """Whether ``code`` is a generator expression's (which the decoder makes eager)."""
-    return code.co_name == "<genexpr>" and bool(code.co_flags & inspect.CO_GENERATOR)
-
 
 def _strip_direction(name: str) -> str:
     return name.replace("_FORWARD", "").replace("_BACKWARD", "").replace("_NO_INTERRUPT", "")
@@ -87,7 +72,6 @@ class Decoder:
 
     def __init__(self, code):
         self.code = code
-        self.genexpr = is_genexpr(code)
         self.line = code.co_firstlineno
         self.out: list = []
         self.pop_sent = False  # the POP_TOP after RETURN_GENERATOR drops the first value sent
@@ -97,7 +81,7 @@ class Decoder:
 
     def refuse_flags(self):
         for flag, (what, opname) in _FLAGS.items():
-            if self.code.co_flags & flag and not (self.genexpr and flag == inspect.CO_GENERATOR):
+            if self.code.co_flags & flag:
                 lines = [i.lineno for i in Bytecode.from_code(self.code)
                          if isinstance(i, Instr) and i.name == opname and i.lineno is not None]
                 self.fail(what, min(lines, default=self.code.co_firstlineno))
@@ -129,10 +113,6 @@ class Decoder:
 
     def instr(self, ins) -> list:
         name = ins.name
-        if self.genexpr and name in ("RETURN_GENERATOR", "POP_TOP", "YIELD_VALUE", "RETURN_VALUE"):
-            ops = self.in_genexpr(ins)
-            if ops is not None:
-                return ops
         if name in self.UNSUPPORTED:
             self.fail(self.UNSUPPORTED[name])
         if name in self.DROP:
@@ -152,22 +132,22 @@ class Decoder:
     def op(self, name, arg=None):
         return Op(name, arg, self.line)
 
-    def in_genexpr(self, ins):
-        """``(x * x for x in .0)`` → ``acc = []; for x in .0: acc.append(x * x);
-        return iter(acc)``: every item is computed when the expression is created."""
-        if ins.name == "RETURN_GENERATOR":
-            self.pop_sent = True
-            return [self.op("BUILD_LIST", 0)]
-        if ins.name == "POP_TOP" and self.pop_sent:
+    # -- one method per instruction that changes -------------------------------
+    def op_RETURN_GENERATOR(self, ins):
+        """Nothing: the emitter makes the generator (from `Meta.generator`); the POP_TOP
+        after it drops the value the first ``next`` sends."""
+        self.pop_sent = True
+        return []
+
+    def op_POP_TOP(self, ins):
+        if self.pop_sent:
             self.pop_sent = False
             return []
-        if ins.name == "YIELD_VALUE":
-            return [self.op("YIELD_TO_LIST")]
-        if ins.name == "RETURN_VALUE":
-            return [self.op(*x) for x in _RETURN_ITER]
-        return None
+        return [self.op("POP_TOP")]
 
-    # -- one method per instruction that changes -------------------------------
+    def op_YIELD_VALUE(self, ins):
+        return [self.op("YIELD_VALUE")]
+
     def op_LOAD_GLOBAL(self, ins):
         push_null, name = ins.arg
         return [self.op("PUSH_NULL")] * push_null + [self.op("LOAD_GLOBAL", name)]
@@ -230,6 +210,10 @@ class Writer:
     def call(self, n, kwnames=()):
         names = [("KW_NAMES", tuple(kwnames))] if kwnames else []
         return names + [("PRECALL", n), ("CALL", n)]
+
+    def yield_value(self):
+        """Yield the top of the stack; the value sent in replaces it."""
+        return [("YIELD_VALUE",), ("RESUME", 1)]
 
     def jump_if(self, when: bool, label, forward: bool):
         """Pop the top of the stack; go to ``label`` if its truth is ``when``."""

@@ -12,6 +12,11 @@
   now does unary ``+`` and ``LIST_TO_TUPLE``), ``LOAD_SUPER_ATTR``, ``LOAD_ATTR``
   with the method flag, ``LOAD_FAST_CHECK``; no ``PRECALL``.
 - Conditional jumps go forward only.
+- A generator's code gets handlers from the compiler (``StopIteration`` to
+  ``RuntimeError``; ``CLEANUP_THROW`` for ``throw`` at a ``yield from``), left out
+  (`Decoder.generated`); ``SEND`` no longer pops its receiver, ``END_SEND`` does (it
+  goes: the lifter's ``SEND`` is 3.11's); ``YIELD_VALUE``'s argument is the except
+  depth, which ``close`` reads.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ class Decoder(py311.Decoder):
     UNSUPPORTED = {**py311.UNSUPPORTED, "LOAD_FROM_DICT_OR_DEREF": "class body",
                    "LOAD_FROM_DICT_OR_GLOBALS": "class body", "LOAD_LOCALS": "class body",
                    "CALL_INTRINSIC_2": "type parameters or except*",
-                   "CLEANUP_THROW": "yield from / await", "END_SEND": "yield from / await"}
+                   "CLEANUP_THROW": "yield from / await"}
 
     @functools.cached_property
     def at(self):
@@ -47,10 +52,30 @@ class Decoder(py311.Decoder):
         return any(isinstance(x, TryBegin) and self.first_name(self.at[x.target]) == "PUSH_EXC_INFO"
                    for x in self.items)
 
+    @functools.cached_property
+    def generated(self):
+        """The handlers a generator's code gets from the compiler: turning a
+        ``StopIteration`` raised inside it into ``RuntimeError`` (the runtime's wrapper of a
+        differentiated generator does that), and passing what ``throw`` raises at a ``yield
+        from`` on (which bytegrad refuses).  (Found before the items are decoded, which
+        reuses ``at`` as the position in the stream.)"""
+        out = set()
+        for x in self.items:
+            first = self.first(self.at[x.target]) if isinstance(x, TryBegin) else None
+            if first is not None and (first.name == "CLEANUP_THROW" or first.name == "CALL_INTRINSIC_1"
+                                      and first.arg == Intrinsic1Op.INTRINSIC_STOPITERATION_ERROR):
+                out.add(x.target)
+        return out
+
+    def first(self, i):
+        """The first instruction from ``self.items[i]`` on."""
+        items = self.items
+        return next((items[k] for k in range(i, len(items)) if isinstance(items[k], Instr)), None)
+
     def first_name(self, i):
         """The name of the first instruction from ``self.items[i]`` on."""
-        items = self.items
-        return next((items[k].name for k in range(i, len(items)) if isinstance(items[k], Instr)), None)
+        first = self.first(i)
+        return first and first.name
 
     def reached(self, items):
         """The items a jump, a fall-through or (where the code has a ``try`` or a
@@ -62,7 +87,8 @@ class Decoder(py311.Decoder):
             while i < len(items) and i not in seen:
                 seen.add(i)
                 x = items[i]
-                if isinstance(x, Instr) and x.has_jump() or isinstance(x, TryBegin) and self.handles:
+                if isinstance(x, Instr) and x.has_jump() or isinstance(x, TryBegin) and self.handles \
+                        and x.target not in self.generated:
                     todo.append(at[x.arg if isinstance(x, Instr) else x.target])
                 if isinstance(x, Instr) and x.is_final():
                     break
@@ -71,16 +97,23 @@ class Decoder(py311.Decoder):
         return [x for i, x in enumerate(items) if i in seen or isinstance(x, (TryBegin, TryEnd))]
 
     def exception_table(self, entry):
-        if self.handles:  # (else the entries are cleanup, which only an exception needs)
+        if not self.handles:  # (else the entries are cleanup, which only an exception needs)
+            return
+        if isinstance(entry, TryBegin) and entry.target in self.generated:
+            self.out.append(self.op("TRY", None))  # (entries do not nest: none covers its range)
+        else:
             super().exception_table(entry)
 
     def instr(self, ins):
-        if ins.name == "RETURN_CONST":  # before a generator expression's return is rewritten
+        if ins.name == "RETURN_CONST":
             return self.instr(Instr("LOAD_CONST", ins.arg, lineno=ins.lineno)) \
                 + self.instr(Instr("RETURN_VALUE", lineno=ins.lineno))
         return super().instr(ins)
 
     def op_END_FOR(self, ins):
+        return []
+
+    def op_END_SEND(self, ins):  # (the lifter's SEND pops the receiver, as 3.11's did)
         return []
 
     def op_LOAD_ATTR(self, ins):
@@ -126,6 +159,11 @@ class Writer(py311.Writer):
 
     def call(self, n, kwnames=()):
         return ([("KW_NAMES", tuple(kwnames))] if kwnames else []) + [("CALL", n)]
+
+    def yield_value(self):
+        # (the except depth YIELD_VALUE names, above 1: ``close`` raises GeneratorExit there,
+        # which is right inside a try and costs nothing elsewhere)
+        return [("YIELD_VALUE", 2), ("RESUME", 1)]
 
     def jump_if(self, when, label, forward):
         if forward:

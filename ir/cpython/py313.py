@@ -18,6 +18,7 @@
   ``COMPARE_OP`` has a bit that converts its result to bool.
 - ``FORMAT_VALUE`` is ``CONVERT_VALUE``, then ``FORMAT_SIMPLE`` or ``FORMAT_WITH_SPEC``.
 - ``FOR_ITER`` jumps past ``END_FOR; POP_TOP`` when the iterator is done.
+- The ``RESUME`` after a ``YIELD_VALUE`` carries the except depth ``close`` reads.
 """
 from __future__ import annotations
 
@@ -106,6 +107,10 @@ class Writer(py312.Writer):
         if kwnames:
             return [("LOAD_CONST", tuple(kwnames)), ("CALL_KW", n)]
         return [("CALL", n)]
+
+    def yield_value(self):
+        # (RESUME 1 without the flag of an except depth of 1: ``close`` raises GeneratorExit)
+        return [("YIELD_VALUE", 0), ("RESUME", 1)]
 
     def jump_if(self, when, label, forward):
         return [("TO_BOOL",)] + super().jump_if(when, label, forward)

@@ -1,10 +1,11 @@
-"""Generator expressions: lifted as eager functions (ir/cpython), which build a list
-and return an iterator over it, and differentiated through whatever consumes them.
+"""Generator expressions: lifted as the generators they are (ir/cpython), lazy under
+differentiation (runtime/generators.py), and differentiated through whatever consumes them.
 Gradients are compared against central finite differences; functions take arrays
 (what the finite differences perturb) and make lists of them where a test needs one."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 
 import numpy as np
@@ -26,15 +27,15 @@ def genexpr_code(f, *args):
 
 # ---- lifting --------------------------------------------------------------------
 
-def test_genexpr_lifts_to_a_list_and_an_iterator():
+def test_genexpr_lifts_to_a_generator():
     code = genexpr_code(lambda xs: (x * x for x in xs if x > 0), [1.0])
     ir = lift(code)
     verify(ir)
+    assert ir.meta.generator
     fns = [st.fn for _, _, st in ir.statements()]
-    assert ops.build_list in fns and ops.list_append in fns and iter in fns
+    assert fns.count(ops.yield_) == 1 and ops.build_list not in fns
     (ret,) = [br for blk in ir.blocks for br in blk.branches if br.kind == "return"]
-    (made,) = [st for _, v, st in ir.statements() if v is ret.args[0]]
-    assert made.fn is iter
+    assert ret.args == [None]
 
 
 def nested(xs, ys):
@@ -57,17 +58,17 @@ def empty(xs):
     return (x for x in xs if False)
 
 
-def eager(f):
+def emitted(f):
     """``f`` lifted and emitted, and so is every generator expression it makes."""
     ir = lift(f)
     for blk in ir.blocks:
-        blk.stmts = [(v, Stmt(_make_eager, st.args, st.kw, st.line) if st.fn is ops.make_function
+        blk.stmts = [(v, Stmt(_make_emitted, st.args, st.kw, st.line) if st.fn is ops.make_function
                       else st) for v, st in blk.stmts]
     verify(ir)
     return function(ir, f.__globals__)
 
 
-def _make_eager(code, closure=None, defaults=None, kwdefaults=None):
+def _make_emitted(code, closure=None, defaults=None, kwdefaults=None):
     fn = ops.function_in(globals(), code, closure, defaults, kwdefaults)
     g = function(lift(code), fn.__globals__)
     return lambda *args: g(fn, *args)
@@ -81,31 +82,9 @@ def _make_eager(code, closure=None, defaults=None, kwdefaults=None):
     (empty, ([1, 2],)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_emitted_genexpr_gives_the_same_items(f, args):
-    it = eager(f)(f, *args)
-    assert not inspect.isgenerator(it) and iter(it) is it
+    it = emitted(f)(f, *args)
+    assert inspect.isgenerator(it)
     assert list(it) == list(f(*args))
-
-
-def generator_function(x):
-    y = x * 2.0
-    yield y  # <-
-    yield x
-
-
-def calls_a_generator_function(x):
-    return sum(generator_function(x))
-
-
-def test_generator_function_is_still_refused():
-    lines, first = inspect.getsourcelines(generator_function)
-    line = first + next(i for i, s in enumerate(lines) if s.rstrip().endswith("# <-"))
-    for call in (lambda: lift(generator_function),
-                 lambda: bytegrad.gradient(calls_a_generator_function, 1.5)):
-        with pytest.raises(UnsupportedError) as info:
-            call()
-        e = info.value
-        assert "generator (yield)" in str(e) and "generator_function" in str(e)
-        assert (e.filename, e.line) == (generator_function.__code__.co_filename, line)
 
 
 def test_async_generator_expression_is_refused():
@@ -229,16 +208,26 @@ def test_genexpr_passed_to_user_code():
     check_grad(lambda xs: apply(sum, (math.tanh(x) for x in xs)), XS)
 
 
-def test_genexpr_is_eager_under_differentiation():
-    """The documented difference: the items are computed when the expression is made,
-    so side effects happen then (in plain Python, when the items are consumed)."""
+def test_genexpr_is_lazy_under_differentiation():
+    """Items are computed when they are consumed, as in plain Python: side effects
+    happen then, a variable the expression reads is read then, and an infinite one
+    works."""
     def f(xs, log):
         g = (log.append(i) or x * x for i, x in enumerate(xs))
         log.append("made")
         return sum(g)
     plain, lifted = [], []
     assert f([1.0, 2.0], plain) == bytegrad.value_and_gradient(f, [1.0, 2.0], lifted)[0]
-    assert plain == ["made", 0, 1] and lifted == [0, 1, "made"]
+    assert plain == lifted == ["made", 0, 1]
+
+    def rebinding(x):
+        w = 1.0
+        g = (w * v for v in [x, x])
+        first = next(g)
+        w = 3.0
+        return first + next(g)  # x + 3x
+    assert bytegrad.gradient(rebinding, 0.5) == (4.0,)
+    check_grad(lambda x: next(g := (x * k for k in itertools.count(1))) + next(g) * next(g), 0.7)
 
 
 @settings(max_examples=30, deadline=None)

@@ -1377,6 +1377,55 @@ def _big_source():
             f"        if s > 10 ** 9:\n            break\n    return s\n")
 
 
+# ---------------------------------------------------------------------------
+# generators: made and consumed inside (the deep oracle lifts them too)
+# ---------------------------------------------------------------------------
+
+@case((4,), (0,), (1,))
+def generator_send_yield_from_return(n):
+    def inner(k):
+        total = 0
+        for i in range(k):
+            got = yield i * i
+            total += 1 if got is None else got
+        return total
+
+    def outer(k):
+        r = yield from inner(k)
+        yield -r
+        return r * 10
+
+    g = outer(n)
+    out = [next(g, None)]
+    while True:
+        try:
+            out.append(g.send(len(out)))
+        except StopIteration as e:
+            out.append(("returned", e.value))
+            break
+    return out
+
+
+@case(([1.5, -2.0, 3.0],), ([],))
+def generator_with_try_finally_and_close(xs):
+    log = []
+
+    def gen(items):
+        try:
+            for x in items:
+                try:
+                    yield 1.0 / x if x > 0 else math.log(x)
+                except ValueError:
+                    yield -x
+        finally:
+            log.append("finally")
+
+    g = gen(xs)
+    first = next(g, None)
+    g.close()
+    return first, log, list(gen(xs)), list(x * 2 for x in gen(xs) if x)
+
+
 _ns = {}
 exec(compile(_big_source(), "<big_function>", "exec"), _ns)
 CORPUS.append((_ns["big_function"], [Call((1, 3), {}), Call((2.0, 0), {}), Call((10 ** 6, 50), {})]))

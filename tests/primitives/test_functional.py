@@ -5,6 +5,7 @@ finite differences perturb) and make lists or tuples of them where a test needs 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from functools import partial
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bytegrad
-from bytegrad.primitives.containers import IndexIter
+from bytegrad.runtime.generators import Generator
 from bytegrad.primitives.functional import Partial
 from checks import arr, check_grad, check_stateful, fd_gradient
 
@@ -129,7 +130,34 @@ def test_map_returns_an_iterator():
         assert iter(it) is it
         return sum(it)
     check_grad(f, XS)
-    assert seen[0] is IndexIter
+    assert seen[0] is Generator
+
+
+def test_map_filter_zip_enumerate_are_lazy():
+    """Each call of the function when its item is taken, as in Python: side effects in
+    Python's order, and infinite iterables work."""
+    def f(xs, log):
+        def noisy(x):
+            log.append(float(x))
+            return x * x
+        m = map(noisy, xs)
+        log.append("made")
+        first = next(m)
+        log.append("first")
+        return first + sum(filter(lambda v: v > 0.1, m))
+    plain, lifted = [], []
+    assert f(list(XS), plain) == bytegrad.value_and_gradient(f, list(XS), lifted)[0]
+    assert lifted == plain and plain[:3] == ["made", float(XS[0]), "first"]
+    check_grad(lambda xs: f(xs, []), XS)
+
+    def infinite(x):
+        m = map(lambda k: x * k, itertools.count(1))
+        pairs = zip(m, enumerate(map(math.sin, itertools.repeat(x))))
+        (a, (i, b)), (c, _) = next(pairs), next(pairs)
+        return a * b + c + i
+    check_grad(infinite, 0.7)
+    check_grad(lambda x: sum(itertools.islice(map(lambda k: x ** k, itertools.count()), 1, 7, 2)), 0.7)
+    check_grad(lambda x: sum(itertools.accumulate(itertools.chain([x], map(sq, [x, 2 * x])))), 0.7)
 
 
 def test_map_without_iterables_raises_like_python():

@@ -1,0 +1,452 @@
+"""Generator functions under differentiation: lazy, one resumption at a time, with the
+adjoint resuming in reverse order (runtime/generators.py).  Gradients are checked
+against central finite differences; side effects against the plain call's order."""
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+import statistics
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bytegrad
+from bytegrad.ir import function, lift, ops
+from checks import check_grad
+
+X = np.array([0.3, -1.2, 2.1, 0.8])
+
+
+# ---- yield, consumed by for / next / sum / list ------------------------------------
+
+def pairs(xs):
+    for a, b in zip(xs, xs[1:]):
+        yield a * b
+
+
+def squares(xs, scale=2.0):
+    t = 0.0
+    for v in xs:
+        t += v
+        yield v * v * scale
+    return t * 2.0
+
+
+def by_loop(x):
+    t = 0.0
+    for v in pairs(x):
+        t += math.sin(v)
+    return t
+
+
+def by_next(x):
+    g = pairs(x)
+    a = next(g)
+    b = next(g)
+    return a * b
+
+
+def by_method(x):
+    g = squares(x)
+    return g.__next__() * next(g, 0.0)
+
+
+def by_list(x):
+    items = list(squares(x))
+    return items[1] * items[3]
+
+
+def by_unpacking(x):
+    a, b, c, d = squares(x)
+    return a * d - b * c
+
+
+def by_keyword(x):
+    return sum(squares(x, scale=x[0]))
+
+
+@pytest.mark.parametrize("f", [by_loop, by_next, by_method, by_list, by_unpacking, by_keyword,
+                               lambda x: sum(pairs(x)), lambda x: max(pairs(x)),
+                               lambda x: sorted(squares(x))[2], lambda x: math.fsum(pairs(x)),
+                               lambda x: sum(a * b for a, b in zip(pairs(x), squares(x))),
+                               lambda x: statistics.pstdev(squares(x)) + sum(set(pairs(x))),
+                               lambda x: sum(map(math.exp, pairs(x))) + sum(filter(None, pairs(x)))],
+                         ids=lambda f: f.__name__)
+def test_gradient_of_a_consumed_generator(f):
+    check_grad(f, X)
+    check_grad(lambda x: f(list(x)), X)  # a list of floats as well
+
+
+def test_the_issue_example():
+    def f(x):
+        return sum(pairs(x))
+    g, = bytegrad.gradient(f, X)
+    assert np.allclose(g, [X[1], X[0] + X[2], X[1] + X[3], X[2]])
+    g, = bytegrad.gradient(f, list(X))
+    assert np.allclose(g, [X[1], X[0] + X[2], X[1] + X[3], X[2]])
+
+
+# ---- lazy: infinite generators, partial consumption -----------------------------------
+
+def forever(x):
+    k = 0.0
+    while True:
+        k += 1.0
+        yield x[0] * k
+
+
+def counted(x):
+    for i in itertools.count():
+        yield x[i % len(x)] ** 2
+
+
+def test_next_on_an_infinite_generator():
+    check_grad(lambda x: next(g := forever(x)) * next(g) + next(g), X)
+    check_grad(lambda x: next(g := counted(x)) + next(g) * next(g), X)
+
+
+def test_a_generator_left_suspended_or_never_started():
+    def half(x):
+        g = squares(x)
+        return next(g) + next(g)
+    check_grad(half, X)
+    g, = bytegrad.gradient(lambda x: x[0] * 2.0 + 0.0 * (squares(x) is None), X)
+    assert np.allclose(g, [2.0, 0, 0, 0])
+
+
+def test_items_run_when_consumed():
+    log = []
+
+    def noisy(xs):
+        for v in xs:
+            log.append(("make", float(v)))
+            yield v * 2.0
+
+    def f(x):
+        t = 0.0
+        for v in noisy(x):
+            log.append(("use", float(v)))
+            t += v * v
+        return t
+    f(X)
+    plain = list(log)
+    log.clear()
+    check_grad(f, X)
+    assert log[:len(plain)] == plain  # (finite differences call f again after)
+
+
+# ---- yield from, return values, send --------------------------------------------------
+
+def outer(xs):
+    r = yield from squares(xs)
+    yield r * 3.0
+    yield from [v * 0.5 for v in xs]
+
+
+def delegating(x):
+    return sum(outer(x))
+
+
+def accumulator(x):
+    total = 0.0
+    while True:
+        v = yield total * x[1]
+        if v is None:
+            return total
+        total = total + v * x[0]
+
+
+def sending(x):
+    g = accumulator(x)
+    next(g)
+    a = g.send(x[2])
+    b = g.send(a * x[3])  # (the value sent depends on an earlier item)
+    return a + b * b
+
+
+def test_yield_from_and_the_return_value():
+    check_grad(delegating, X)
+    check_grad(lambda x: delegating(list(x)), X)
+
+
+def test_send():
+    check_grad(sending, X)
+
+
+def test_a_generator_passed_to_a_function():
+    def mean_of(it):
+        s, n = 0.0, 0
+        for v in it:
+            s += v
+            n += 1
+        return s / n
+    check_grad(lambda x: mean_of(squares(x)) * mean_of(pairs(x)), X)
+
+
+def test_generators_nested_and_closures():
+    def make(x):
+        def gen():
+            for i in range(3):
+                yield x[i] * x[i + 1]
+        return gen()
+
+    def chained(xs):
+        for v in pairs(xs):
+            yield math.exp(v)
+    check_grad(lambda x: sum(make(x)), X)
+    check_grad(lambda x: sum(chained(x)), X)
+
+
+def test_try_finally_around_yields():
+    def guarded(xs):
+        try:
+            for v in xs:
+                yield math.exp(v)
+        finally:
+            xs = None
+    check_grad(lambda x: sum(guarded(x)), X)
+    check_grad(lambda x: next(guarded(x)) * 2.0, X)
+
+
+def test_consumers_interleaved():
+    """Items taken by several consumers in turn: each gradient reaches the resumption
+    that made the item, in the reverse order of the resumptions."""
+    xs = np.array([0.3, -1.2, 2.1, 0.8, 0.5, 1.1])
+
+    def take2(g):
+        yield next(g) * 2.0
+        yield next(g) * 3.0
+
+    def paired(x):
+        g = squares(x)
+        return sum(a * b for a, b in zip(g, g))
+
+    def between(x):
+        g = squares(x)
+        h = take2(g)
+        a = next(h)
+        b = next(g)  # (read from g between two resumptions of h, which reads g too)
+        return a * b + next(h) + sum(g)
+
+    def in_pieces(x):
+        g = squares(x)
+        first = [next(g) for _ in range(2)]
+        rest = list(itertools.islice(g, 2))
+        return first[1] * first[0] + rest[0] * rest[1] + next(g)
+
+    def several(x):
+        gens = [squares(x[i:i + 2]) for i in range(0, 6, 2)]
+        return sum(next(g) * next(g) for g in gens)
+    for f in (paired, between, in_pieces, several):
+        check_grad(f, xs)
+
+
+def test_checkpoint_of_a_generator_is_refused():
+    with pytest.raises(NotImplementedError, match="cannot pass its gradient back"):
+        bytegrad.gradient(lambda x: bytegrad.checkpoint(lambda g: sum(g), squares(x)), X)
+
+
+def test_changes_in_place_between_resumptions():
+    """The generator's reverse pass interleaves with its consumer's, so each read sees
+    the value it read going forward, and writes get their gradients."""
+    def reader(a):
+        while True:
+            yield a[0] * 2.0
+
+    def f(x):
+        a = np.array([x, 1.0])
+        g = reader(a)
+        u = next(g)
+        a[0] = x * x
+        return u * next(g)  # 2x * 2x²
+
+    def appender(out, x):
+        for k in range(3):
+            out.append(x * k)
+            yield len(out)
+
+    def g(x):
+        out = [x]
+        for _ in appender(out, x):
+            out[0] = out[0] * 2.0
+        return sum(out)
+    assert bytegrad.gradient(f, 1.5) == (12 * 1.5 ** 2,)
+    check_grad(f, 1.5)
+    check_grad(g, 1.5)
+
+
+def test_yields_inside_with_and_try_and_a_caught_error():
+    def gen_with(xs):
+        with np.errstate(all="ignore"):
+            for v in xs:
+                yield v * 2.0
+
+    def inner(xs):
+        yield from (v * v for v in xs)
+        return 1.5
+
+    def outer(xs):
+        try:
+            r = yield from inner(xs)
+        except ValueError:
+            r = 0.0
+        yield r * xs[0]
+
+    def catching(xs):
+        for v in xs:
+            try:
+                yield 1.0 / v if v > 0 else math.log(v)  # (log of a negative raises)
+            except ValueError:
+                yield -v
+    for f in (gen_with, outer, catching):
+        check_grad(lambda x: sum(f(x)), X)
+
+
+# ---- what is refused ---------------------------------------------------------------------
+
+def raising(xs):
+    yield xs[0]
+    raise ValueError("boom")
+
+
+def test_a_generator_that_raised_is_refused():
+    def f(x):
+        t = 0.0
+        try:
+            for v in raising(x):
+                t += v
+        except ValueError:
+            pass
+        return t
+    with pytest.raises(NotImplementedError, match="raised ValueError.*raising"):
+        bytegrad.gradient(f, X)
+
+
+def test_close_runs_finally_and_is_then_refused():
+    def guarded(xs):
+        try:
+            for v in xs:
+                yield v
+        finally:
+            xs = None
+
+    def closing(x):
+        g = guarded(x)
+        a = next(g)
+        g.close()
+        return a
+    with pytest.raises(NotImplementedError, match="when it was closed"):
+        bytegrad.gradient(closing, X)
+
+    def plain_close(x):
+        g = squares(x)
+        a = next(g)
+        g.close()
+        return a + next(g, 0.0)  # (a closed generator has no more items)
+
+    def closed_before_it_started(x):
+        g = squares(x)
+        g.close()
+        return next(g, x[1] * 2.0)
+    check_grad(plain_close, X)
+    check_grad(closed_before_it_started, X)
+
+
+def test_throw_is_refused():
+    def f(x):
+        g = squares(x)
+        next(g)
+        g.throw(ValueError)
+    with pytest.raises(NotImplementedError, match="throw"):
+        bytegrad.gradient(f, X)
+
+
+def test_the_gradient_of_a_generator_function_itself_names_the_fix():
+    with pytest.raises(bytegrad.NotScalarError, match=r"returned a generator; .*sum\(squares"):
+        bytegrad.gradient(squares, X)
+
+
+def test_stop_iteration_inside_becomes_runtime_error():
+    def stopper(xs):
+        yield xs[0]
+        next(iter([]))
+    with pytest.raises(RuntimeError, match="generator raised StopIteration"):
+        bytegrad.gradient(lambda x: sum(stopper(x)), X)
+
+
+def opaque_total(items):
+    return sum(items)
+
+
+@bytegrad.rule(opaque_total)
+def _opaque_total(items):  # a rule written for sequences: its pullback knows no generator
+    v = list(items)
+    return sum(v), lambda d: (None, [d] * len(v) if isinstance(items, list) else None)
+
+
+def test_a_consumer_that_cannot_hand_gradients_back_is_refused():
+    def f(x):
+        return opaque_total(pairs(x))
+    with pytest.raises(NotImplementedError, match=r"test_generators.py:\d+: an item of the generator "
+                                                  r"pairs was consumed by a call that cannot pass"):
+        bytegrad.gradient(f, X)
+
+
+# ---- the IR ----------------------------------------------------------------------------
+
+def test_lifted_and_emitted_generator_behaves_as_python():
+    for gen, args in [(outer, ([1.0, 2.0],)), (squares, ([1.0, 3.0], 0.5))]:
+        emitted = function(lift(gen), gen.__globals__)
+        assert list(emitted(gen, *args)) == list(gen(*args))
+    g = function(lift(accumulator), globals())(accumulator, [2.0, 3.0])
+    p = accumulator([2.0, 3.0])
+    assert [next(g), g.send(1.0), g.send(2.0)] == [next(p), p.send(1.0), p.send(2.0)]
+
+
+def test_stages_show_yields():
+    stages = bytegrad.stages(squares)
+    for ir in (stages.lifted, stages.forward, stages.adjoint):
+        assert ir.meta.generator
+        assert any(st.fn is ops.yield_ for _, _, st in ir.statements())
+
+
+# ---- random generator-shaped programs -----------------------------------------------------
+
+_EXPRS = ["x * {c}", "math.sin(x) * s", "s * s + x", "x / (1.5 + s * s)", "math.exp(x * 0.3) - s"]
+_counter = itertools.count()
+
+
+def _program(steps, consumer):
+    body = ["def gen(xs):", "    s = 0.5"]
+    for kind, k, c in steps:
+        e = _EXPRS[k].format(c=c)
+        if kind == "yield":
+            body += ["    for x in xs:", f"        yield {e}"]
+        else:
+            body += ["    for x in xs:", f"        s = {e}"]
+    body += ["    yield s"]
+    body += ["def f(x):", f"    {consumer}"]
+    src = "\n".join(body) + "\n"
+    name = f"<generator program {next(_counter)}>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    ns = {"math": math}
+    exec(compile(src, name, "exec"), ns)
+    return ns["f"], src
+
+
+_CONSUMERS = ["return sum(gen(x))",
+              "g = gen(x)\n    return next(g) * next(g, 2.0)",
+              "t = 0.0\n    for i, v in enumerate(gen(x)):\n        t += v * (i + 1)\n    return t",
+              "return sum(v * v for v in gen(x))"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["yield", "assign"]), st.integers(0, len(_EXPRS) - 1),
+                          st.sampled_from([0.5, 2.0, -1.5])), min_size=1, max_size=4),
+       st.sampled_from(_CONSUMERS),
+       st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=3))
+def test_random_generator_programs(steps, consumer, xs):
+    f, src = _program(steps, consumer)
+    check_grad(f, np.array(xs), rtol=1e-4, atol=1e-5)
