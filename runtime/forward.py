@@ -355,6 +355,8 @@ def forward_with(wrt, f, /, *args):
                 code.co_kwonlyargcount or code.co_argcount != len(args):
             return forward(f, *args)  # (to bind: the transform of every argument)
         c = _CACHE.get(code, f.__globals__, wrt)
+    if c.arity != len(args):  # (a generator; or defaults to bind, which may carry gradients)
+        return forward(f, *args)
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *args)
     pb = Pullback(c.adjoint, tape)
     return _pulled(y, pb) if WATCH.all else (y, pb)

@@ -450,3 +450,16 @@ _CONSUMERS = ["return sum(gen(x))",
 def test_random_generator_programs(steps, consumer, xs):
     f, src = _program(steps, consumer)
     check_grad(f, np.array(xs), rtol=1e-4, atol=1e-5)
+
+
+def _multiples(x, k):
+    for i in range(k):
+        yield x * i
+
+
+@pytest.mark.regression
+def test_a_generator_given_a_constant_argument():
+    """``_multiples(x, 4)``: a call with an inactive argument takes the transform where it
+    is inactive (`forward.forward_with`), which must still start a generator."""
+    assert bytegrad.grad(lambda x: sum(_multiples(x, 4)))(1.5) == 6.0
+    check_grad(lambda x: sum(_multiples(x, 4)) * x, 1.5)
