@@ -29,6 +29,12 @@ _BUILD = {ops.build_tuple: "BUILD_TUPLE", ops.build_list: "BUILD_LIST",
           ops.build_set: "BUILD_SET", ops.build_string: "BUILD_STRING"}
 
 
+# Fast paths written inline in a function with at most this many: each is some 40
+# instructions where the call is 8, and a long function's statements mostly run once,
+# while its emission time grows with its size (300 statements took twice as long)
+_INLINE_LIMIT = 64
+
+
 def _fast(st) -> bool:
     """Whether ``st`` calls a function with a fast path to write inline (`ops.Inline`)."""
     spec = getattr(st.fn, "inline", None)
@@ -63,7 +69,9 @@ class _Emitter:
                 if isinstance(x, Var):
                     self.uses[x] = self.uses.get(x, 0) + 1
                     self.user_block[x] = b
-        self.twice = {x for _, _, st in ir.statements() if st.fn in _TESTED or _fast(st)
+        fast = [st for _, _, st in ir.statements() if _fast(st)]
+        self.fast_ok = len(fast) <= _INLINE_LIMIT
+        self.twice = {x for _, _, st in ir.statements() if st.fn in _TESTED or self.fast_ok and _fast(st)
                       for x in st.operands() if isinstance(x, Var)}  # loaded on two paths
         self.alias = {}    # var → var holding the same object (a loop's iterator)
         self.inline = {}   # var → node to emit in place of loading it
@@ -111,7 +119,7 @@ class _Emitter:
             self.watch(args, line)
         elif native and fn is ops.resolved and len(args) == 3:
             self.resolved(args, line)
-        elif _fast(st):
+        elif self.fast_ok and _fast(st):
             self.fast(fn, args, line)
         elif native and fn is ops.yield_ and len(args) == 1:
             self.load(args[0], line)
@@ -164,6 +172,8 @@ class _Emitter:
     # -- expression trees: a value used once, later in its own block, is computed
     #    where it is used instead of going through a local (as CPython does) -----
     def load_order(self, v, st):
+        if self.fast_ok and _fast(st):  # (its operands are loaded twice, so none is a pending node: no dry run)
+            return list(st.args)
         out, self.out, self.record, inline, self.inline = self.out, [], [], self.inline, {}
         self.code(v, st)
         order = self.record
