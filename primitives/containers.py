@@ -17,7 +17,7 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
-from ..runtime.errors import user_location
+from ..runtime.errors import user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
@@ -183,7 +183,35 @@ def _iter(xs, *sentinel):
     if not sentinel and type(xs) in SETS and is_differentiable(xs):
         items = tuple(xs)  # iterated as a tuple, in the set's order
         return IndexIter(items), lambda d: (None, set_grad(items, d))
+    if not sentinel and python_iterable(xs):  # its __iter__ (or __getitem__) differentiated
+        method = getattr(type(xs), "__iter__", None)
+        y, pb = forward(method, xs) if method is not None else forward(_by_index, xs)
+        return y, wrapping(pb, lambda d: (None, pb(d)[1]))
     return iter(xs, *sentinel), nograd(1 + len(sentinel))
+
+
+def python_iterable(x) -> bool:
+    """Whether ``x`` is an object of a class whose iteration is Python code: an
+    ``__iter__``, or a ``__getitem__`` Python's iteration falls back on."""
+    t = type(x)
+    if t.__module__ == "builtins" or t is IndexIter or t is Generator or not is_differentiable(x):
+        return False
+    method = getattr(t, "__iter__", None)
+    if method is None:
+        method = getattr(t, "__getitem__", None)
+    return type(method) is types.FunctionType
+
+
+def _by_index(xs):
+    """Python's iteration through ``__getitem__``: items 0, 1, … until IndexError."""
+    i = 0
+    while True:
+        try:
+            v = xs[i]
+        except IndexError:
+            return
+        yield v
+        i += 1
 
 
 @rule(ops.iterate)
@@ -415,6 +443,9 @@ sparse_gradients(op.getitem, ops.iterate, next, getattr, ops.send)
 @rule(ops.store_global)
 def _store_global(name, value):
     # the functions that read the global take it as a constant: its gradient would be lost
+    g = user_frame().f_globals
+    if g.get(name) is value:  # (``global a; a += x`` on an array: changed in place, not rebound)
+        return value, nograd(2)
     file, line = user_location()
     raise NotImplementedError(
         f"{file}:{line}: storing a value that carries a gradient in the global {name!r} is "
@@ -570,8 +601,17 @@ def _generator_step(g):
     try:
         y = g.send(None)
     except StopIteration:
-        return None, nograd(2)
+        return None, _ended(g, j, 2)
     return (y, g), Effect(lambda d: (None, None, g.back(j, d and d[0]) and None))
+
+
+def _ended(g, j, n):
+    """The pullback of a step that found ``g`` returned: where this step's resumption ended
+    it, its reverse (which puts back what that resumption changed in place) runs here,
+    before the pullbacks of the items taken earlier."""
+    if g.done and g.resumes == j + 1:
+        return Effect(lambda d: (g.back(j, None) and None,) + (None,) * n)
+    return nograd(n)
 
 
 @rule(Generator.__next__)
@@ -583,7 +623,8 @@ def generator_next(g, *default):
         y = g.send(None)
     except StopIteration:
         if default:
-            return default[0], lambda d: (None, None, d)
+            ended = _ended(g, j, 2)
+            return default[0], wrapping(ended, lambda d: ended(None)[:2] + (d,))
         raise
     return y, Effect(lambda d: (None, g.back(j, d) and None) + (None,) * len(default))
 

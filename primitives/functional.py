@@ -55,7 +55,7 @@ from ..runtime.forward import forward
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
-from .containers import IndexIter
+from .containers import IndexIter, python_iterable
 from .math import mirror
 
 
@@ -306,10 +306,30 @@ def _wrap(f, handle, kinds=LAZY):
         for a in args:
             if type(a) in kinds:
                 return handle(base, *args, **kw)
+        if f is not iter and any(map(python_iterable, args)):
+            return _through_iter(r, args, kw)
         return base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
     # (the rule it wraps stays inside it, and so does how a call binds)
     rule(f, override=True, like=old.like, aliases=old.aliases, keywords=old.keywords)(r)
+
+
+def _through_iter(r, args, kw):
+    """``r(*args)`` where objects of classes with Python iteration are given as their
+    iterators (`iter`'s rule differentiates the ``__iter__``); their gradients go back
+    through it."""
+    args, pbs = list(args), {}
+    for j, a in enumerate(args):
+        if python_iterable(a):
+            args[j], pbs[j] = forward(iter, a)
+    y, back = r(*args, **kw)
+
+    def pb(d):
+        g = list(back(d)) if d is not None or _runs_without_gradient(back) else [None] * (1 + len(args))
+        for j, it_pb in pbs.items():
+            g[1 + j] = it_pb(g[1 + j])[1]
+        return tuple(g)
+    return y, Effect(pb)
 
 
 def _materialized(base, *args, **kw):

@@ -55,6 +55,10 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     (``range``, ``len``: no gradient, or a number), not code that might (a user's
     function, or a rule that calls one: ``sorted(xs, key=acc.add)``).
     """
+    rebound = {st.args[0] for _, _, st in ir.statements() if st.fn is ops.store_global}
+    if rebound:  # (``global L; L = [...]``: what it names when this runs may be changed)
+        changeable = lambda g, was=changeable: g.name in rebound or was(g)
+    made = {v for _, v, st in ir.statements() if st.fn is ops.make_function}  # code of ours
     args = ir.blocks[0].args
     active = Activity(args if wrt is None else (args[i] for i in wrt))
     soft = active.soft
@@ -95,7 +99,8 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 xs = [x for x in st.operands() if isinstance(x, Var) or isinstance(x, Global) and x in hazard]
                 reading = not (strong(v) or const and (nondiff(st.fn) or effectful(st.fn))) and \
                     not any(x in active or x in hazard for x in xs) and \
-                    (isinstance(st.fn, Global) and python_code(st.fn) and not touched
+                    ((st.fn in made if isinstance(st.fn, Var) else
+                      isinstance(st.fn, Global) and python_code(st.fn)) and not touched
                      or any(isinstance(x, Global) and changeable(x) for x in st.args))
                 if reading != (v in active.reading):
                     active.reading.symmetric_difference_update({v})

@@ -448,3 +448,43 @@ def _filter_pred_side_effect(x):
 @pytest.mark.regression
 def test_filter_predicate_side_effect():
     check_stateful(_filter_pred_side_effect, 2.0)
+
+
+class _Yielding:
+    def __init__(self, x):
+        self.x = x
+
+    def __iter__(self):
+        for v in self.x:
+            yield v * 2.0
+
+
+class _Listing(_Yielding):
+    def __iter__(self):
+        return iter([v * 2.0 for v in self.x])
+
+
+class _Indexed:
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, i):
+        return self.x[i] * 3.0
+
+
+def _loop_over(obj):
+    t = 0.0
+    for v in obj:
+        t = t + v * v
+    return t
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("cls", [_Yielding, _Listing, _Indexed])
+@pytest.mark.parametrize("consume", [sum, max, _loop_over, lambda o: list(o)[1] * 1.0,
+                                     lambda o: sum(v * v for v in o)],
+                         ids=["sum", "max", "for", "list", "genexpr"])
+def test_an_object_iterated_through_its_python_iter_or_getitem(cls, consume):
+    """``iter(obj)`` runs the class's ``__iter__`` (or ``__getitem__``) differentiated, and
+    every consumer takes it so (the gradient was silently None)."""
+    check_grad(lambda x: consume(cls(x)), np.array([0.3, -1.2, 0.5]))

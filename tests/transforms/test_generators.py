@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import bytegrad
 from bytegrad.ir import function, lift, ops
-from checks import check_grad
+from checks import check_grad, check_stateful
 
 X = np.array([0.3, -1.2, 2.1, 0.8])
 
@@ -463,3 +463,34 @@ def test_a_generator_given_a_constant_argument():
     is inactive (`forward.forward_with`), which must still start a generator."""
     assert bytegrad.grad(lambda x: sum(_multiples(x, 4)))(1.5) == 6.0
     check_grad(lambda x: sum(_multiples(x, 4)) * x, 1.5)
+
+
+def _changes_after_its_last_yield(x):
+    a = x * 1.0
+    yield a
+    a *= 3.0
+
+
+def _changes_an_argument_at_the_end(a, x):
+    yield 0.0
+    a *= x
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args", [
+    (lambda x: sum(np.sum(v ** 2) for v in _changes_after_its_last_yield(x)), (np.array([2.0, -1.0]),)),
+    (lambda x: _first_then_exhaust(_changes_after_its_last_yield(x)), (np.array([2.0, -1.0]),)),
+    (lambda a, x: sum(_changes_an_argument_at_the_end(a, x)) + np.sum(a * a),
+     (np.array([1.0, 2.0, 3.0]), 1.5)),
+], ids=["for", "next with a default", "an argument"])
+def test_a_change_in_place_in_the_resumption_that_ends_a_generator_is_put_back_first(f, args):
+    """The step that finds the generator returned reverses the resumption that ended it,
+    so the pullbacks of earlier items see the values they saw (they saw the changed ones)."""
+    check_stateful(f, *args)
+
+
+def _first_then_exhaust(it):
+    v = next(it)
+    r = np.sum(v ** 2)
+    next(it, None)
+    return r

@@ -2400,3 +2400,63 @@ def test_storing_a_differentiated_value_in_a_global_is_refused_by_name_and_line(
 def test_storing_a_stopped_value_in_a_global_differentiates():
     assert bytegrad.grad(_store_global_stopped)(1.5) == 3.0
     assert LAST == 3.0
+
+
+def _read_by_nested_code(x):
+    LOG.clear()
+    LOG.append(np.sin(x))
+    by_genexpr = sum(LOG[0] * k for k in range(3))
+    by_listcomp = [LOG[0] * k for k in range(3)][2]
+    by_lambda = (lambda: LOG[0] ** 2)()
+    return by_genexpr + by_listcomp + by_lambda
+
+
+REBOUND = None
+
+
+def _read_rebound():
+    return REBOUND[0] * 3.0
+
+
+def _rebound_then_changed(x):
+    global REBOUND
+    REBOUND = np.array([1.0, 2.0])
+    REBOUND[0] = x * 5.0
+    return np.sum(REBOUND) + REBOUND[0] + _read_rebound()
+
+
+GA = np.zeros(2)
+
+
+def _global_array_added_into(x):
+    global GA
+    GA += x
+    return np.sum(GA ** 2)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, expected", [
+    (_read_by_nested_code, lambda x: (3.0 + 2.0 + 2.0 * np.sin(x)) * np.cos(x)),
+    (_rebound_then_changed, lambda x: 25.0),
+    (_global_array_added_into, lambda x: 4.0 * x),
+], ids=["genexpr, comprehension, lambda", "rebound, then changed", "global a += x"])
+def test_a_global_changed_in_place_reaches_the_code_that_reads_it(f, expected):
+    """Code made inside the function (a generator expression, a comprehension, a lambda)
+    reads a global changed in place; a global rebound in the function and then changed
+    is read back (it was None); ``global a; a += x`` changes an array, it does not rebind
+    a name (it was refused)."""
+    global GA
+    GA = np.zeros(2)
+    x = 0.7
+    g = bytegrad.grad(f)(x)
+    GA = np.zeros(2)
+    assert g == pytest.approx(expected(x)) and g == pytest.approx(fd_gradient(_fresh(f), (x,), 0))
+
+
+def _fresh(f):
+    """``f`` on a global array zeroed before each call (finite differences call it often)."""
+    def g(x):
+        global GA
+        GA = np.zeros(2)
+        return f(x)
+    return g
