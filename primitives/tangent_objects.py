@@ -1,0 +1,487 @@
+"""Forward rules of containers, objects, cells, iteration and changes in place.
+
+A container's tangent is a container of its items' tangents (None when all are
+zero), an object's a dict of its fields' tangents.  A write (``x[k] = v``,
+``obj.a = v``, ``xs.append(v)``) changes the object's tangent in the tangent shadow
+(`runtime.tangents`), which every later read of the object consults; a cell's
+tangent is kept there too.  A change in place without a forward rule here raises
+`NoForwardRuleError` naming it, when a nonzero tangent meets it.
+
+    >>> from bytegrad.ir import ops
+    >>> from bytegrad.runtime.frules import FRULES
+    >>> FRULES[ops.build_tuple]((1.0, None), 2.0, 3)
+    ((2.0, 3), (1.0, None))
+    >>> FRULES[operator.getitem](((1.0, None), None), (2.0, 3), 0)
+    (2.0, 1.0)
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import operator
+import types
+
+from ._frozen import np
+
+from ..ir import UnsupportedError, ops
+from ..runtime.errors import user_frame, user_location
+from ..runtime.frules import frule
+from ..runtime.jvp import jvp_call
+from ..runtime.tangents import current
+from ._tangent import items, none_if_zero, seq
+from .containers import IndexIter, _class_attribute
+
+# -- building and reading -----------------------------------------------------------
+
+
+@frule(ops.build_tuple)
+def _build_tuple(ts, *xs):
+    return xs, none_if_zero(ts)
+
+
+@frule(ops.build_list)
+def _build_list(ts, *xs):
+    return list(xs), none_if_zero(list(ts))
+
+
+@frule(ops.list_to_tuple)
+def _list_to_tuple(ts, xs):
+    return tuple(xs), None if ts[0] is None else tuple(ts[0])
+
+
+@frule(ops.build_dict)
+def _build_dict(ts, *kv):
+    d = ops.build_dict(*kv)
+    return d, none_if_zero(dict(zip(kv[::2], ts[1::2]))) if any(t is not None for t in ts[1::2]) else None
+
+
+@frule(ops.identity)
+def _identity(ts, x):
+    return x, ts[0]
+
+
+def _item(x, dx, k):
+    """The tangent of ``x[k]`` read from ``dx``, the tangent of ``x``."""
+    if dx is None:
+        return None
+    if isinstance(dx, dict):
+        return dx.get(k)
+    return dx[k]
+
+
+@frule(operator.getitem)
+def _getitem(ts, x, k):
+    t = type(x)
+    if t is np.ndarray or t is list or t is tuple or t is dict or isinstance(x, (tuple, dict)):
+        return x[k], _item(x, ts[0], k)
+    m = getattr(t, "__getitem__", None)
+    if type(m) is types.FunctionType:
+        return jvp_call(m, None, ts, x, k)
+    return x[k], None
+
+
+@frule(ops.unpack)
+def _unpack(ts, xs, n):
+    y = ops.unpack(xs, n)
+    d = ts[0]
+    if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
+        return y, None
+    return y, tuple(d[i] for i in range(n))
+
+
+@frule(ops.unpack_ex)
+def _unpack_ex(ts, xs, before, after):
+    y = ops.unpack_ex(xs, before, after)
+    d = ts[0]
+    if d is None:
+        return y, None
+    d = list(d)
+    return y, tuple(d[:before]) + (d[before:len(d) - after],) + tuple(d[len(d) - after:])
+
+
+# -- iteration: a sequence's iterator knows its position (as in the reverse rules) ---------
+
+
+@frule(iter)
+def _iter(ts, xs, *sentinel):
+    if not sentinel and ts[0] is not None and type(xs) in (list, tuple, np.ndarray):
+        return IndexIter(xs), ts[0]
+    return iter(xs, *sentinel), None
+
+
+@frule(ops.iterate)
+def _iterate(ts, xs, state):
+    if type(state) is not IndexIter:
+        return ops.iterate(xs, state), None
+    i = state.i
+    r = ops.iterate(xs, state)
+    if r is None or ts[1] is None:
+        return r, None
+    return r, (ts[1][i], ts[1])
+
+
+@frule(next)
+def _next(ts, it, *default):
+    if type(it) is IndexIter and ts[0] is not None and it.i < len(it.xs):
+        i = it.i
+        return next(it), ts[0][i]
+    y = next(it, *default)
+    return y, ts[1] if default and y is default[0] else None
+
+
+@frule(zip)
+def _zip(ts, *xss):
+    y = list(zip(*xss))
+    if all(d is None for d in ts):
+        return y, None
+    cols = [seq(d, xs) for d, xs in zip(ts, xss)]
+    return y, [tuple(row) for row in zip(*cols)]
+
+
+@frule(enumerate)
+def _enumerate(ts, xs, start=0):
+    y = list(enumerate(xs, start))
+    return y, None if ts[0] is None else [(None, d) for d in seq(ts[0], xs)]
+
+
+@frule(reversed)
+def _reversed(ts, xs):
+    return list(reversed(xs)), None if ts[0] is None else seq(ts[0], xs)[::-1]
+
+
+@frule(dict.items)
+def _items(ts, d):
+    y = list(d.items())
+    return y, None if ts[0] is None else [(None, ts[0].get(k)) for k in d]
+
+
+@frule(dict.values)
+def _values(ts, d):
+    y = list(d.values())
+    return y, None if ts[0] is None else [ts[0].get(k) for k in d]
+
+
+@frule(dict.get)
+def _get(ts, d, k, default=None):
+    if k in d:
+        return d[k], _item(d, ts[0], k)
+    return default, ts[2] if len(ts) > 2 else None
+
+
+def _constructor(kind):
+    @frule(kind)
+    def fr(ts, *xs):
+        y = kind(*xs)
+        if not xs or ts[0] is None:
+            return y, None
+        x, d = xs[0], ts[0]
+        if type(x) in (list, tuple, np.ndarray):
+            return y, kind(d[i] for i in range(len(x)))
+        if type(x) is IndexIter:
+            return y, kind(d[i] for i in range(len(x.xs) - len(y), len(x.xs)))
+        if isinstance(d, list):  # (zip, enumerate, dict views: already lists of tangents)
+            return y, kind(d)
+        return y, None
+    return fr
+
+
+_constructor(list)
+_constructor(tuple)
+
+
+@frule(dict)
+def _dict(ts, *args, **kw):
+    y = dict(*args, **kw)
+    if not args or ts[0] is None:
+        return y, None
+    src, d = args[0], ts[0]
+    if isinstance(src, dict):
+        return y, dict(d)
+    return y, {k: (dv[1] if dv is not None else None) for (k, _), dv in zip(y.items(), seq(d, y))}
+
+
+# -- objects ------------------------------------------------------------------------
+
+
+@frule(getattr)
+def _getattr(ts, x, name, *default):
+    dx = ts[0]
+    prop = _class_attribute(x, name)
+    if isinstance(prop, property):
+        return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)
+    if isinstance(prop, functools.cached_property):
+        fields = vars(x)
+        if name not in fields:
+            y, dy = jvp_call(prop.func, None, (dx,), x)
+            fields.setdefault(name, y)
+            if dy is not None:
+                current().writable(x, dx, f"cached property {name!r}")[name] = dy
+            return y, dy
+    fields = getattr(x, "__dict__", None)
+    if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
+            and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+        return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
+    y = getattr(x, name, *default)
+    if dx is None:
+        return y, None
+    owner = getattr(y, "__self__", None)
+    if owner is x or type(x) is super and owner is x.__self__:
+        return y, dx  # a bound method: its tangent is its object's
+    return y, _attribute(x, dx, name)
+
+
+def _attribute(x, dx, name):
+    """The tangent of ``x.name`` read from ``dx``, the tangent of ``x``."""
+    if isinstance(dx, dict):
+        return dx.get(name)
+    if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
+        return dx[x._fields.index(name)]
+    if name in ("real", "imag", "T", "mT"):
+        return np.real(dx) if name == "real" else np.imag(dx) if name == "imag" else \
+            dx.T if name == "T" else np.swapaxes(dx, -1, -2)
+    return None  # (shape, dtype, size: no tangent)
+
+
+@frule(setattr)
+def _setattr(ts, obj, name, v):
+    prop = _class_attribute(obj, name)
+    if isinstance(prop, property) and prop.fset is not None:
+        jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
+        return None, None
+    setattr(obj, name, v)
+    if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
+    return None, None
+
+
+@frule(delattr)
+def _delattr(ts, obj, name):
+    delattr(obj, name)
+    if ts[0] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'del {type(obj).__name__}.{name}'").pop(name, None)
+    return None, None
+
+
+@frule(tuple.__new__)
+def _tuple_new(ts, cls, *xs):
+    y = tuple.__new__(cls, *xs)
+    if not xs or ts[1] is None:
+        return y, None
+    return y, tuple(items(ts[1], len(y)))
+
+
+def _copying(f):
+    """A copy's tangent is its original's: tangents may be shared, since the first write
+    to either object gives it a tangent of its own (`TangentShadow.writable`)."""
+    @frule(f)
+    def fr(ts, x, *memo):
+        return f(x, *memo), ts[0]
+    return fr
+
+
+for _f in (copy.copy, copy.deepcopy, list.copy, dict.copy):
+    _copying(_f)
+
+
+# -- writes into containers ----------------------------------------------------------
+
+
+@frule(operator.setitem)
+def _setitem(ts, x, k, v):
+    t = type(x)
+    if t is not np.ndarray and t is not list and t is not dict:
+        m = getattr(t, "__setitem__", None)
+        if type(m) is types.FunctionType:
+            return jvp_call(m, None, ts, x, k, v)
+        x[k] = v
+        if ts[2] is not None:
+            raise _unsupported(f"'{t.__name__}[...] = value'")
+        return None, None
+    dv, sh = ts[2], current()
+    if dv is None and ts[0] is None and id(x) not in sh.entries and not (t is np.ndarray and sh.entries):
+        x[k] = v
+        return None, None
+    d = sh.writable(x, ts[0], f"'{t.__name__}[...] = value'")  # (before the list may grow)
+    x[k] = v
+    if d is None:  # (an integer array)
+        return None, None
+    if t is np.ndarray:
+        d[k] = 0.0 if dv is None else dv
+    elif t is list and type(k) is slice:
+        d[k] = seq(dv, v)
+    else:
+        d[k] = dv
+    return None, None
+
+
+@frule(operator.delitem)
+def _delitem(ts, x, k):
+    del x[k]
+    sh = current()
+    if ts[0] is not None or id(x) in sh.entries:
+        d = sh.writable(x, ts[0], f"'del {type(x).__name__}[...]'")
+        if isinstance(d, dict):
+            d.pop(k, None)
+        else:
+            del d[k]
+    return None, None
+
+
+def _list_method(m, change):
+    """The forward rule of list method ``m``: ``change(tangents, xs, d, *args)`` does to
+    ``d``, the list's tangent, what ``m`` did to the list; it returns the result's tangent."""
+    @frule(m)
+    def fr(ts, xs, *args):
+        sh = current()
+        if all(t is None for t in ts) and id(xs) not in sh.entries:
+            return m(xs, *args), None
+        if type(xs) is not list:
+            raise _unsupported(f"'{type(xs).__name__}.{m.__name__}'")
+        before = list(xs) if m is list.remove else None
+        d = sh.writable(xs, ts[0], f"'list.{m.__name__}'")  # (as the list is before the change)
+        y = m(xs, *args)
+        return y, change(ts, xs, d, *args, before=before)
+    return fr
+
+
+def _pop_at(d, i):
+    return d.pop(i)
+
+
+_list_method(list.append, lambda ts, xs, d, x, before: d.append(ts[1]))
+_list_method(list.extend, lambda ts, xs, d, ys, before: d.extend(seq(ts[1], xs[len(d):])))
+_list_method(list.insert, lambda ts, xs, d, i, x, before: d.insert(i, ts[2]))
+_list_method(list.pop, lambda ts, xs, d, *i, before: d.pop(*i))
+_list_method(list.clear, lambda ts, xs, d, before: d.clear())
+_list_method(list.reverse, lambda ts, xs, d, before: d.reverse())
+_list_method(list.remove, lambda ts, xs, d, x, before: d.pop(before.index(x)))
+
+
+@frule(ops.list_append)
+def _comprehension_append(ts, xs, x):
+    # the list of a comprehension, fresh and its tangent too: both change in place
+    xs.append(x)
+    d = ts[0]
+    if d is None and ts[1] is None:
+        return xs, None
+    if d is None:
+        d = [None] * (len(xs) - 1)
+    d.append(ts[1])
+    return xs, d
+
+
+@frule(ops.list_extend)
+def _comprehension_extend(ts, xs, ys):
+    n = len(xs)
+    ops.list_extend(xs, ys)
+    if ts[0] is None and ts[1] is None:
+        return xs, None
+    d = ts[0] if ts[0] is not None else [None] * n
+    d.extend(_extension(ys, ts[1], len(xs) - n))
+    return xs, d
+
+
+def _extension(ys, dys, n):
+    if dys is None:
+        return [None] * n
+    if type(ys) is IndexIter:
+        return [dys[i] for i in range(len(ys.xs) - n, len(ys.xs))]
+    return list(dys)[:n] if not isinstance(dys, np.ndarray) else [dys[i] for i in range(n)]
+
+
+@frule(ops.map_add)
+def _map_add(ts, m, k, v):
+    ops.map_add(m, k, v)
+    if ts[0] is None and ts[2] is None:
+        return m, None
+    d = ts[0] if ts[0] is not None else {}
+    d[k] = ts[2]
+    return m, d
+
+
+@frule(ops.dict_update, ops.dict_merge)
+def _dict_merge(ts, d, m):
+    ops.dict_update(d, m) if d is not m else None
+    if ts[0] is None and ts[1] is None:
+        return d, None
+    out = ts[0] if ts[0] is not None else {}
+    out.update(ts[1] or {})
+    return d, out
+
+
+@frule(dict.update)
+def _update(ts, d, *other):
+    sh = current()
+    if all(t is None for t in ts) and id(d) not in sh.entries:
+        d.update(*other)
+        return None, None
+    new = dict(*other)
+    d.update(new)
+    t = sh.writable(d, ts[0], "'dict.update'")
+    src = ts[1] if other and isinstance(ts[1], dict) else {}
+    for k in new:
+        t[k] = src.get(k)
+    return None, None
+
+
+@frule(dict.pop)
+def _dict_pop(ts, d, k, *default):
+    sh = current()
+    if k not in d or ts[0] is None and id(d) not in sh.entries:
+        return d.pop(k, *default), (ts[2] if k not in d and default else None)
+    y = d.pop(k)
+    return y, sh.writable(d, ts[0], "'dict.pop'").pop(k, None)
+
+
+@frule(dict.setdefault)
+def _setdefault(ts, d, k, default=None):
+    if k in d:
+        return d[k], _item(d, ts[0], k)
+    dv = ts[2] if len(ts) > 2 else None
+    _setitem((ts[0], None, dv), d, k, default)
+    return default, dv
+
+
+# -- cells and functions -------------------------------------------------------------
+
+
+@frule(ops.make_cell)
+def _make_cell(ts, *value):
+    cell = ops.make_cell(*value)
+    if value and ts[0] is not None:
+        current().cells[id(cell)] = (cell, ts[0])
+    return cell, None
+
+
+@frule(ops.cell_get)
+def _cell_get(ts, cell, name="?", *own):
+    y = ops.cell_get(cell, name, *own)
+    e = current().cells.get(id(cell))
+    return y, e[1] if e is not None and e[0] is cell else None
+
+
+@frule(ops.cell_set)
+def _cell_set(ts, cell, value):
+    ops.cell_set(cell, value)
+    cells = current().cells
+    if ts[1] is not None:
+        cells[id(cell)] = (cell, ts[1])
+    else:
+        cells.pop(id(cell), None)
+    return None, None
+
+
+@frule(ops.make_function)
+def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
+    fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)
+    dd, dk = (ts + (None,) * 4)[2:4]
+    if dd is not None or dk is not None:
+        current().defaults[id(fn)] = (fn, dd, dk)
+    return fn, None
+
+
+def _unsupported(what):
+    file, line = user_location()
+    return UnsupportedError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
+                            f"nonzero tangent yet; do the change on a list, dict or array, or "
+                            f"give the method a forward rule (bytegrad.frule)")

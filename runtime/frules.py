@@ -1,0 +1,132 @@
+"""Forward rules: ``frule(tangents, *args) -> (y, dy)``, one per callable.
+
+``tangents`` holds one tangent per positional argument (None is zero); ``dy`` is the
+tangent of ``y`` (None when it is zero).  A callable with a reverse rule but no
+forward rule gets one derived from the reverse rule (`derived`): the Jacobian is
+built one pullback call per output element, which is sound for real floats and
+slow, so it is the fallback, never the plan.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.errors import Refusal
+from .algebra import unwrap
+from .errors import full_name, user_location
+from .rules import DuplicateRuleError
+
+FRULES: dict = {}  # callable → its forward rule, found by the callable's identity
+
+
+def frule(*fs, override=False):
+    """Register the decorated function as the forward rule of each callable in ``fs``::
+
+        @bytegrad.frule(math.sin)
+        def _(tangents, x):
+            (dx,) = tangents
+            return math.sin(x), None if dx is None else math.cos(x) * dx
+
+    A callable keeps its first forward rule unless ``override=True``.
+    """
+    if not fs:
+        raise TypeError("bytegrad.frule needs the callable(s) to register for: "
+                        "@bytegrad.frule(f), not @bytegrad.frule")
+    if not override:
+        for f in fs:
+            if f in FRULES:
+                raise DuplicateRuleError(f"{full_name(f)} already has the forward rule "
+                                         f"{full_name(FRULES[f])}; pass override=True to replace it")
+
+    def register(r):
+        if "<locals>" in r.__qualname__:  # (one made by a loop: named for ir dump by its callee)
+            r.__qualname__ = f"frule[{full_name(fs[0])}]"
+        for f in fs:
+            FRULES[f] = r
+        return r
+    return register
+
+
+def frule_for(f):
+    """The forward rule of ``f``, or None (also for an unhashable callable)."""
+    try:
+        return FRULES.get(f)
+    except TypeError:
+        return None
+
+
+class NoForwardRuleError(Refusal, TypeError):
+    """A callable with no forward rule, none derivable, received a nonzero tangent."""
+
+    def __init__(self, f, why):
+        file, line = user_location()
+        full = full_name(f)
+        name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or full
+        super().__init__(
+            f"{file}:{line}: forward mode (jvp) cannot differentiate {full}: {why}. Add a "
+            f"forward rule:\n"
+            f"    @bytegrad.frule({name})\n"
+            f"    def _(tangents, *args):\n"
+            f"        y = {name}(*args)\n"
+            f"        return y, <tangent of y from the tangents of the arguments>")
+        self.callable = f
+
+
+_DERIVED: dict = {}
+
+
+def derived(f, r):
+    """The forward rule of ``f`` derived from its reverse `Rule` ``r``: ``dy[k]`` is
+    ``Σ_i <back(e_k)_i, dx_i>``, one pullback call per element of a real output."""
+    d = _DERIVED.get(f)
+    if d is None:
+        d = _DERIVED[f] = _derive(f, r)
+    return d
+
+
+def _derive(f, r):
+    def fr(tangents, *args, **kw):
+        zero = all(t is None for t in tangents)
+        if r.effectful or r.changes_args:  # (its rule would record the change for a reverse pass)
+            if zero:
+                return f(*args, **kw), None
+            raise NoForwardRuleError(f, "it changes its arguments in place, so its reverse rule "
+                                        "cannot be called again to build a forward one")
+        y, back = r.fn(*args, **kw)
+        if zero:
+            return y, None
+        if not _real(y) or not all(_real(a) for a, t in zip(args, tangents) if t is not None):
+            raise NoForwardRuleError(f, "its forward rule is derived from its reverse rule only "
+                                        "for real floats and real arrays")
+        ys = np.asarray(y)
+        dy = np.empty(ys.shape, np.result_type(ys.dtype, np.float64) if ys.dtype.kind != "f" else ys.dtype)
+        seed = np.zeros_like(dy)
+        for k in range(ys.size):
+            seed.flat[k] = 1.0
+            g = back(seed if ys.ndim else seed[()])
+            seed.flat[k] = 0.0
+            dy.flat[k] = sum(inner(g[i + 1], t) for i, t in enumerate(tangents) if t is not None)
+        return y, (dy if isinstance(y, np.ndarray) else type(y)(dy[()]) if isinstance(y, float) else dy[()])
+    fr.__qualname__ = f"derived frule of {full_name(f)}"
+    return fr
+
+
+def _real(x) -> bool:
+    if isinstance(x, (bool, int, float, np.integer, np.floating)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biuf"
+    if isinstance(x, (list, tuple)):
+        return all(map(_real, x))
+    return False
+
+
+def inner(g, t) -> float:
+    """``<g, t>`` for a gradient and a tangent of the same structure (None is zero)."""
+    g = unwrap(g)
+    if g is None or t is None:
+        return 0.0
+    if isinstance(t, dict):
+        return sum(inner(g.get(k), v) for k, v in t.items())
+    if isinstance(t, (list, tuple)) and not isinstance(g, np.ndarray):
+        return sum(inner(a, b) for a, b in zip(g, t))
+    return float(np.real(np.sum(np.asarray(g) * np.asarray(t))))
