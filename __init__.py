@@ -11,6 +11,7 @@ from .runtime.computing import DepthError
 from .runtime.custom import RuleError, defrule, rule
 from .runtime.utilities import checkpoint, hook, nestlevel
 from .runtime.frules import NoForwardRuleError, frule
+from .runtime.tangents import ForwardModeError
 from .runtime.jax_api import jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
 
@@ -19,4 +20,4 @@ __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
            "hook", "checkpoint", "nestlevel",
-           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "frule", "NoForwardRuleError", "tangent_stages"]
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]

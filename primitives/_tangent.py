@@ -54,8 +54,8 @@ def seq(d, x):
 
 
 def none_if_zero(ds):
-    """A container tangent: None when every item's tangent is zero."""
-    return None if all(d is None for d in ds) else ds
+    """A container tangent: None when every item's tangent (a dict's value) is zero."""
+    return None if all(d is None for d in (ds.values() if isinstance(ds, dict) else ds)) else ds
 
 
 def zeros_like(x):

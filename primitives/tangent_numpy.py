@@ -155,7 +155,7 @@ def _conj(f):
     return fr
 
 
-for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate):
+for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate, np.generic.conj, np.generic.conjugate):
     _conj(_f)
 
 

@@ -23,15 +23,27 @@ import types
 
 from ._frozen import np
 
-from ..ir import UnsupportedError, ops
+from ..ir import ops
 from ..runtime.errors import user_frame, user_location
 from ..runtime.frules import frule
-from ..runtime.jvp import jvp_call
-from ..runtime.tangents import current
+from ..runtime.jvp import jvp_call, jvp_call_kw
+from ..runtime.tangents import ForwardModeError, current
 from ._tangent import items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute
 
 # -- building and reading -----------------------------------------------------------
+
+
+def _keyword_tangents(fr):
+    fr.keyword_tangents = True
+    return fr
+
+
+def _split(ts, n):
+    """The positional tangents of a call with ``n`` positional arguments, and the dict of
+    its keywords' tangents (`_keyword_tangents`)."""
+    return ts[:n], (ts[n] if len(ts) > n else None) or {}
+
 
 
 @frule(ops.build_tuple)
@@ -190,14 +202,18 @@ _constructor(tuple)
 
 
 @frule(dict)
+@_keyword_tangents
 def _dict(ts, *args, **kw):
     y = dict(*args, **kw)
-    if not args or ts[0] is None:
-        return y, None
-    src, d = args[0], ts[0]
-    if isinstance(src, dict):
-        return y, dict(d)
-    return y, {k: (dv[1] if dv is not None else None) for (k, _), dv in zip(y.items(), seq(d, y))}
+    (*dargs,), dkw = _split(ts, len(args))
+    d = dargs[0] if dargs else None
+    out = {}
+    if d is not None and isinstance(args[0], dict):
+        out.update(d)
+    elif d is not None:  # pairs
+        out.update((k, None if dv is None else dv[1]) for (k, _), dv in zip(args[0], seq(d, args[0])))
+    out.update(dkw)
+    return y, none_if_zero(out) if out else None
 
 
 # -- objects ------------------------------------------------------------------------
@@ -335,7 +351,7 @@ def _list_method(m, change):
         sh = current()
         if all(t is None for t in ts) and id(xs) not in sh.entries:
             return m(xs, *args), None
-        if type(xs) is not list:
+        if not isinstance(xs, list):
             raise _unsupported(f"'{type(xs).__name__}.{m.__name__}'")
         before = list(xs) if m is list.remove else None
         d = sh.writable(xs, ts[0], f"'list.{m.__name__}'")  # (as the list is before the change)
@@ -410,18 +426,38 @@ def _dict_merge(ts, d, m):
 
 
 @frule(dict.update)
-def _update(ts, d, *other):
+@_keyword_tangents
+def _update(ts, d, *other, **kw):
+    (dd, *dother), dkw = _split(ts, 1 + len(other))
     sh = current()
-    if all(t is None for t in ts) and id(d) not in sh.entries:
-        d.update(*other)
+    if dd is None and all(t is None for t in dother) and not any(dkw.values()) and id(d) not in sh.entries:
+        d.update(*other, **kw)
         return None, None
-    new = dict(*other)
+    new = dict(*other, **kw)
+    t = sh.writable(d, dd, "'dict.update'")
     d.update(new)
-    t = sh.writable(d, ts[0], "'dict.update'")
-    src = ts[1] if other and isinstance(ts[1], dict) else {}
+    src = dict(_dict((dother[0],), other[0])[1] or {}) if other and dother[0] is not None else {}
+    src.update(dkw)
     for k in new:
         t[k] = src.get(k)
     return None, None
+
+
+@frule(ops.apply)
+def _apply(ts, f, args, kwargs=None):
+    """``f(*args, **kwargs)``: the call with the tangents of the items."""
+    dargs = tuple(seq(ts[1], args)) if ts[1] is not None else (None,) * len(args)
+    dkw = ts[2] if len(ts) > 2 and ts[2] is not None else None
+    return jvp_call_kw(f, ts[0], dargs, dkw, *args, **(kwargs or {}))
+
+
+@frule(functools.partial)
+@_keyword_tangents
+def _partial(ts, f, *args, **kw):
+    (df, *dargs), dkw = _split(ts, 1 + len(args))
+    y = functools.partial(f, *args, **kw)
+    return y, none_if_zero({"func": df, "args": none_if_zero(tuple(dargs)), "keywords": none_if_zero(dkw)}) \
+        if df is not None or any(d is not None for d in dargs) or any(dkw.values()) else None
 
 
 @frule(dict.pop)
@@ -482,6 +518,6 @@ def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
 
 def _unsupported(what):
     file, line = user_location()
-    return UnsupportedError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
+    return ForwardModeError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
                             f"nonzero tangent yet; do the change on a list, dict or array, or "
                             f"give the method a forward rule (bytegrad.frule)")

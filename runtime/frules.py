@@ -26,7 +26,9 @@ def frule(*fs, override=False):
             (dx,) = tangents
             return math.sin(x), None if dx is None else math.cos(x) * dx
 
-    A callable keeps its first forward rule unless ``override=True``.
+    A callable keeps its first forward rule unless ``override=True``.  A rule with the
+    attribute ``keyword_tangents = True`` is also given the tangents of the keyword
+    arguments that stay keywords, as a dict after the positional ones.
     """
     if not fs:
         raise TypeError("bytegrad.frule needs the callable(s) to register for: "
@@ -38,8 +40,7 @@ def frule(*fs, override=False):
                                          f"{full_name(FRULES[f])}; pass override=True to replace it")
 
     def register(r):
-        if "<locals>" in r.__qualname__:  # (one made by a loop: named for ir dump by its callee)
-            r.__qualname__ = f"frule[{full_name(fs[0])}]"
+        r.__qualname__ = f"frule[{full_name(fs[0])}]"  # (how ir dump shows it)
         for f in fs:
             FRULES[f] = r
         return r
@@ -60,13 +61,12 @@ class NoForwardRuleError(Refusal, TypeError):
     def __init__(self, f, why):
         file, line = user_location()
         full = full_name(f)
-        name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or full
         super().__init__(
             f"{file}:{line}: forward mode (jvp) cannot differentiate {full}: {why}. Add a "
             f"forward rule:\n"
-            f"    @bytegrad.frule({name})\n"
+            f"    @bytegrad.frule({full})\n"
             f"    def _(tangents, *args):\n"
-            f"        y = {name}(*args)\n"
+            f"        y = {full}(*args)\n"
             f"        return y, <tangent of y from the tangents of the arguments>")
         self.callable = f
 
@@ -103,8 +103,9 @@ def _derive(f, r):
         for k in range(ys.size):
             seed.flat[k] = 1.0
             g = back(seed if ys.ndim else seed[()])
-            seed.flat[k] = 0.0
+            # (read before the seed changes: a pullback may compute its gradients when read)
             dy.flat[k] = sum(inner(g[i + 1], t) for i, t in enumerate(tangents) if t is not None)
+            seed.flat[k] = 0.0
         return y, (dy if isinstance(y, np.ndarray) else type(y)(dy[()]) if isinstance(y, float) else dy[()])
     fr.__qualname__ = f"derived frule of {full_name(f)}"
     return fr

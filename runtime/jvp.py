@@ -124,6 +124,8 @@ def _with_keywords(f, fr, dargs, dkw, args, kw):
     ds = list(dargs) + [None] * (len(new) - len(args))
     for k, i in moved.items():
         ds[i] = dkw.get(k)
+    if getattr(fr, "keyword_tangents", False):
+        return fr(tuple(ds) + ({k: dkw.get(k) for k in rest},), *new, **rest)
     stuck = [k for k in rest if dkw.get(k) is not None]
     if stuck:
         raise NoForwardRuleError(f, f"its forward rule takes no tangent for the keyword argument "

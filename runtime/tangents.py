@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..ir import UnsupportedError
+from ..ir.errors import Refusal
 from .errors import user_location
 from .shadow import region, root
 
@@ -74,7 +74,7 @@ class TangentShadow:
             return self._writable_array(x, dx, what)
         if e is not None:
             return e[1]
-        if type(x) is list:
+        if isinstance(x, list):
             d = list(dx) if dx is not None else [None] * len(x)
         else:  # a dict, or an object's fields
             d = dict(dx) if dx is not None else {}
@@ -90,22 +90,12 @@ class TangentShadow:
             if not (r.flags.c_contiguous or r.flags.f_contiguous):
                 raise _unsupported(what, "an array that does not own contiguous memory")
             d = np.zeros_like(r)
-            if dx is not None:
-                region(d, r, x)[...] = self._whole(r, x, dx, what)
+            if dx is not None and (x is r or x.size == r.size):
+                region(d, r, x)[...] = dx
+            elif dx is not None:
+                d[...] = _root_tangent(r, x, dx, what)
             e = self.entries[id(r)] = (r, d)
         return region(e[1], r, x)
-
-    def _whole(self, r, x, dx, what):
-        """The tangent of view ``x``'s part of root ``r``, from ``dx``; a view that is not
-        the whole of ``r`` needs ``dx`` to be the same view of a tangent laid out like ``r``."""
-        if x is r or x.size == r.size:
-            return dx
-        dr = root(dx) if type(dx) is np.ndarray else None
-        if dr is not None and dr.shape == r.shape and dr.strides == r.strides and dx.strides == x.strides \
-                and _offset(dx, dr) == _offset(x, r):
-            return region(dr, r, x)
-        raise _unsupported(what, "a view (slice, reshape, transpose) of an array whose tangent is not "
-                                 "known here; write into the array itself, or into a copy")
 
     def set_tangent(self, x, dx):
         """``x`` was replaced wholesale in place (``a[...] = v`` of every element, a list
@@ -113,13 +103,28 @@ class TangentShadow:
         self.entries[id(x)] = (x, dx)
 
 
+def _root_tangent(r, x, dx, what):
+    """The tangent of all of root ``r``, from the tangent ``dx`` of its part ``x``: the
+    array ``dx`` is a view of, when that is laid out like ``r`` and ``dx`` is the same view."""
+    dr = root(dx) if type(dx) is np.ndarray else None
+    if dr is not None and dr.shape == r.shape and dr.strides == r.strides and dx.strides == x.strides \
+            and _offset(dx, dr) == _offset(x, r):
+        return dr
+    raise _unsupported(what, "a view (slice, reshape, transpose) of an array whose tangent is not "
+                             "known here; write into the array itself, or into a copy")
+
+
 def _offset(a, r):
     return a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
 
 
+class ForwardModeError(Refusal, NotImplementedError):
+    """A change in place that forward mode does not follow (yet), with the user's line."""
+
+
 def _unsupported(what, why):
     file, line = user_location()
-    return UnsupportedError(f"{file}:{line}: forward mode (jvp) cannot follow {what} into {why}")
+    return ForwardModeError(f"{file}:{line}: forward mode (jvp) cannot follow {what} into {why}")
 
 
 _LOCAL = threading.local()

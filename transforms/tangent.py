@@ -6,27 +6,55 @@ tangents; it returns ``(value, tangent)``.  Inactive statements stay plain and t
 tangent is the constant None (zero).  A block argument that is active gets a tangent
 argument after the primal ones, which every edge into the block passes, so loops and
 branches need no tape.  The entry block's tangent arguments come after the primal
-ones (the function itself first), and the function returns ``(value, tangent)``:
+ones (the function itself first), and the function returns ``(value, tangent)``.
+Below, block 3 (the loop's body) takes ``x``, ``n`` and their tangents ``%13``, ``%14``,
+and passes the new tangents ``%21``, ``%26`` back to itself:
 
     >>> import bytegrad, math
-    >>> def f(x):
-    ...     return math.sin(x) * 2.0
+    >>> def f(x, n):
+    ...     while n > 0:
+    ...         x = math.sin(x)
+    ...         n = n - 1
+    ...     return x
+    >>> print(bytegrad.tangent_stages(f).primal)
+    1: (%1, %2, %3)
+      %4 = operator.gt(%3, 0)                        # line 2
+      br 2 (%2) unless %4
+      br 3 (%2, %3)
+    2: (%5)
+      return %5
+    3: (%6, %7)
+      %8 = getattr(math, 'sin')                      # line 3
+      %12 = ops.resolved(%8, math.sin, 'math.sin')   # line 3
+      %9 = math.sin(%6)                              # line 3
+      %10 = operator.sub(%7, 1)                      # line 4
+      %11 = operator.gt(%10, 0)                      # line 2
+      br 2 (%9) unless %11
+      br 3 (%9, %10)
     >>> print(bytegrad.tangent_stages(f).tangent)
-    1: (%1, %2, %3, %4)
-      %5 = getattr(math, 'sin')                      # line 2
-      %6 = ops.resolved(%5, math.sin, 'math.sin')    # line 2
-      %7 = ops.build_tuple(%4)                       # line 2
-      %8 = tangent_python.sin(%7, %2)                # line 2
-      %9 = ops.unpack(%8, 2)                         # line 2
-      %10 = operator.getitem(%9, 0)                  # line 2
-      %11 = operator.getitem(%9, 1)                  # line 2
-      %12 = ops.build_tuple(%11, None)               # line 2
-      %13 = tangent_python.mul(%12, %10, 2.0)        # line 2
-      %14 = ops.unpack(%13, 2)                       # line 2
-      %15 = operator.getitem(%14, 0)                 # line 2
-      %16 = operator.getitem(%14, 1)                 # line 2
-      %17 = ops.build_tuple(%15, %16)                # line 2
-      return %17
+    1: (%1, %2, %3, %4, %5, %6)
+      %7 = operator.gt(%3, 0)                        # line 2
+      br 2 (%2, %5) unless %7
+      br 3 (%2, %3, %5, %6)
+    2: (%8, %9)
+      %10 = ops.build_tuple(%8, %9)                  # line 5
+      return %10
+    3: (%11, %12, %13, %14)
+      %15 = getattr(math, 'sin')                     # line 3
+      %16 = ops.resolved(%15, math.sin, 'math.sin')  # line 3
+      %17 = ops.build_tuple(%13)                     # line 3
+      %18 = tangent_python.frule[math.sin](%17, %11) # line 3
+      %19 = ops.unpack(%18, 2)                       # line 3
+      %20 = operator.getitem(%19, 0)                 # line 3
+      %21 = operator.getitem(%19, 1)                 # line 3
+      %22 = ops.build_tuple(%14, None)               # line 4
+      %23 = tangent_python.frule[operator.sub](%22, %12, 1) # line 4
+      %24 = ops.unpack(%23, 2)                       # line 4
+      %25 = operator.getitem(%24, 0)                 # line 4
+      %26 = operator.getitem(%24, 1)                 # line 4
+      %27 = operator.gt(%25, 0)                      # line 2
+      br 2 (%20, %21) unless %27
+      br 3 (%20, %25, %21, %26)
 """
 from __future__ import annotations
 
