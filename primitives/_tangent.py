@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from ._frozen import np
 
+from ..runtime.tangents import current
+from .containers import IndexIter
+
 
 def plus(a, b):
     """``a + b`` of two tangents, None being zero."""
@@ -51,6 +54,18 @@ def items(d, n):
 def seq(d, x):
     """The tangent of sequence ``x`` as a list of its items' tangents."""
     return items(d, len(x))
+
+
+def consume(xs, d):
+    """``(items, tangents)``: the items an iteration of ``xs`` yields (an iterator is
+    consumed) and their tangents read from ``d``, the tangent of ``xs`` (None when all are
+    zero; a dict's keys and a set's items have none)."""
+    at = xs.i if type(xs) is IndexIter else 0
+    v = list(xs)
+    if d is None or isinstance(xs, (dict, set, frozenset, str)):
+        return v, None
+    d = current().refresh(xs.xs if type(xs) is IndexIter else xs, d)
+    return v, [d[at + i] for i in range(len(v))]
 
 
 def none_if_zero(ds):

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from ._frozen import np
 
-from ..runtime.frules import frule
+from ..runtime.frules import FRULES, derived, frule
+from ..runtime.rules import record_of
+from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
 from .operators import _log
@@ -192,13 +194,30 @@ _LINEAR = [
     np.ndarray.mean, np.cumsum, np.ndarray.cumsum, np.diff, np.copy, np.ndarray.copy,
     np.array, np.asarray, np.ascontiguousarray, np.asfortranarray,
     np.take, np.ndarray.take, np.fft.fftshift, np.fft.ifftshift,
+    np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
     _fft.fft, _fft.ifft, _fft.rfft, _fft.irfft, _fft.fftn, _fft.ifftn, _fft.rfftn, _fft.irfftn,
     _fft.fft2, _fft.ifft2, _fft.rfft2, _fft.irfft2, _fft.hfft, _fft.ihfft,
 ]
 for _f in _LINEAR:
     linear(_f)
-for _f in (np.generic.sum, np.generic.mean):
-    linear(_f)
+
+
+def with_constants(f, fr, given):
+    """Register ``fr`` as the forward rule of ``f`` for calls where ``given(args, kw)`` is
+    false; otherwise (an ``initial=``, a ``prepend=``: constants the rule does not
+    follow) the rule derived from the reverse one."""
+    @frule(f, override=True)
+    def r(ts, *args, **kw):
+        if given(args, kw):
+            return derived(f, record_of(f))(ts, *args, **kw)
+        return fr(ts, *args, **kw)
+    return r
+
+
+_REDUCE_EXTRA = lambda n: lambda args, kw: len(args) > n or "initial" in kw or "where" in kw
+for _f in (np.sum, np.ndarray.sum, np.mean, np.ndarray.mean, np.generic.sum, np.generic.mean):
+    with_constants(_f, linear(_f) if _f not in FRULES else FRULES[_f], _REDUCE_EXTRA(5))
+with_constants(np.diff, FRULES[np.diff], lambda args, kw: len(args) > 3 or "prepend" in kw or "append" in kw)
 
 
 @frule(np.ndarray.astype)
@@ -259,9 +278,8 @@ def _einsum(ts, subscripts, *operands, **kw):
 # -- reductions that are not linear -----------------------------------------------------------
 
 def _extremum(f, arg):
-    @frule(f)
-    def fr(ts, x, axis=None, *rest, keepdims=False, **kw):
-        y = f(x, axis, *rest, keepdims=keepdims, **kw)
+    def fr(ts, x, axis=None, out=None, keepdims=False, *rest, **kw):
+        y = f(x, axis, out, keepdims, *rest, **kw)
         d = ts[0]
         if d is None:
             return y, None
@@ -278,9 +296,9 @@ def _extremum(f, arg):
 
 
 for _f in (np.max, np.amax, np.ndarray.max):
-    _extremum(_f, np.argmax)
+    with_constants(_f, _extremum(_f, np.argmax), _REDUCE_EXTRA(4))
 for _f in (np.min, np.amin, np.ndarray.min):
-    _extremum(_f, np.argmin)
+    with_constants(_f, _extremum(_f, np.argmin), _REDUCE_EXTRA(4))
 
 
 @frule(np.var, np.ndarray.var)
@@ -305,9 +323,8 @@ def _std(ts, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         return y, np.where(y == 0, 0.0, dv / (2 * y))
 
 
-@frule(np.prod, np.ndarray.prod)
-def _prod(ts, x, axis=None, *rest, keepdims=False, **kw):
-    y = np.prod(x, axis, *rest, keepdims=keepdims, **kw)
+def _prod(ts, x, axis=None, dtype=None, out=None, keepdims=False, *rest, **kw):
+    y = np.prod(x, axis, dtype, out, keepdims, *rest, **kw)
     d = ts[0]
     if d is None:
         return y, None
@@ -320,6 +337,10 @@ def _prod(ts, x, axis=None, *rest, keepdims=False, **kw):
         dy = np.sum(cof * dm, -1)
         return y, np.expand_dims(dy, axis if axis is not None else tuple(range(x.ndim))) if keepdims else dy
     return y, np.sum(d * (np.prod(x, axis, keepdims=True) / x), axis, keepdims=keepdims)
+
+
+for _f in (np.prod, np.ndarray.prod):
+    with_constants(_f, _prod, _REDUCE_EXTRA(5))
 
 
 # -- linear algebra -------------------------------------------------------------------------
@@ -371,3 +392,94 @@ def _cholesky(ts, a, *rest, **kw):
     m = inv_l @ ts[0] @ np.conj(np.swapaxes(inv_l, -1, -2))
     phi = np.tril(m, -1) + 0.5 * m * np.eye(m.shape[-1])
     return y, y @ phi
+
+
+@frule(np.nan_to_num)
+def _nan_to_num(ts, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    finite = np.isfinite(x)
+    y = np.nan_to_num(x, copy, nan, posinf, neginf)
+    d = None if ts[0] is None else np.where(finite, ts[0], 0.0)
+    for test, i in ((np.isnan, 2), (np.isposinf, 3), (np.isneginf, 4)):
+        if i < len(ts) and ts[i] is not None:
+            d = plus(d, np.where(test(x), ts[i], 0.0))
+    if copy or type(x) is not np.ndarray:
+        return y, fit(d, y) if d is not None else None
+    t = current().writable(x, ts[0], "numpy.nan_to_num(copy=False)")
+    if t is not None:
+        t[...] = 0.0 if d is None else d
+    return y, t
+
+
+# -- changes in place: the same change made to the tangent -----------------------------------
+
+def same_write(f, target, values):
+    """Register the forward rule of ``f``, which writes into argument ``target`` values
+    linear in the arguments at ``values``: after the write, the same write into the
+    target's tangent (in the tangent shadow), with the values' tangents (zero if None)."""
+    @frule(f)
+    def fr(ts, *args, **kw):
+        a = args[target]
+        sh = current()
+        if all(t is None for t in ts) and id(a) not in sh.entries and not sh.entries:
+            return f(*args, **kw), None
+        t = sh.writable(a, ts[target], f"{f.__qualname__}")
+        y = f(*args, **kw)
+        if t is not None:
+            targs = list(args)
+            targs[target] = t
+            for i in values:
+                if i < len(args):
+                    targs[i] = dense(_arr(ts[i]), args[i]) if ts[i] is not None else np.zeros(np.shape(args[i]))
+            f(*targs, **kw)
+        return y, None
+    return fr
+
+
+same_write(np.copyto, 0, (1,))
+same_write(np.ndarray.fill, 0, (1,))
+same_write(np.put, 0, (2,))
+same_write(np.ndarray.put, 0, (2,))
+same_write(np.place, 0, (2,))
+same_write(np.fill_diagonal, 0, (1,))
+
+
+@frule(np.ufunc.at)
+def _ufunc_at(ts, uf, a, idx, b=None):
+    if uf not in (np.add, np.subtract) or b is None:
+        if a.dtype.kind in "fc" and any(t is not None for t in ts):
+            raise NotImplementedError(f"forward mode: np.{uf.__name__}.at is not differentiable; only "
+                                      f"np.add.at and np.subtract.at are")
+        return uf.at(a, idx, *(() if b is None else (b,))), None
+    sh = current()
+    t = sh.writable(a, ts[1], f"numpy.{uf.__name__}.at")
+    uf.at(a, idx, b)
+    if t is not None and ts[3] is not None:
+        uf.at(t, idx, ts[3])
+    return None, None
+
+
+def _sort_along(x, d, axis):
+    """``d`` permuted as a stable sort of ``x`` along ``axis`` permutes ``x``."""
+    return np.take_along_axis(d, np.argsort(x, axis=axis, kind="stable"), axis)
+
+
+@frule(np.sort)
+def _np_sort(ts, x, axis=-1, kind=None, order=None, **kw):
+    y = np.sort(x, axis, kind, order, **kw)
+    if ts[0] is None:
+        return y, None
+    if axis is None:
+        return y, dense(ts[0], x).reshape(-1)[np.argsort(np.asarray(x).reshape(-1), kind="stable")]
+    return y, _sort_along(np.asarray(x), dense(ts[0], x), axis)
+
+
+@frule(np.ndarray.sort)
+def _ndarray_sort(ts, x, axis=-1, kind=None, order=None):
+    sh = current()
+    if ts[0] is None and id(x) not in sh.entries and not sh.entries:
+        return x.sort(axis, kind, order), None
+    t = sh.writable(x, ts[0], "ndarray.sort")
+    if t is not None:
+        t[...] = _sort_along(x, t.copy(), axis)
+    x.sort(axis, "stable", order)
+    return None, None

@@ -28,7 +28,7 @@ from ..runtime.errors import user_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.tangents import ForwardModeError, current
-from ._tangent import items, none_if_zero, seq
+from ._tangent import consume, items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute
 
 # -- building and reading -----------------------------------------------------------
@@ -127,33 +127,35 @@ def _iterate(ts, xs, state):
         return ops.iterate(xs, state), None
     i = state.i
     r = ops.iterate(xs, state)
-    if r is None or ts[1] is None:
+    d = current().refresh(state.xs, ts[1])  # (the sequence may have been changed since iter)
+    if r is None or d is None:
         return r, None
-    return r, (ts[1][i], ts[1])
+    return r, (d[i], d)
 
 
 @frule(next)
 def _next(ts, it, *default):
-    if type(it) is IndexIter and ts[0] is not None and it.i < len(it.xs):
+    d = current().refresh(it.xs, ts[0]) if type(it) is IndexIter else None
+    if d is not None and it.i < len(it.xs):
         i = it.i
-        return next(it), ts[0][i]
+        return next(it), d[i]
     y = next(it, *default)
     return y, ts[1] if default and y is default[0] else None
 
 
 @frule(zip)
 def _zip(ts, *xss):
-    y = list(zip(*xss))
-    if all(d is None for d in ts):
+    taken = [consume(xs, d) for xs, d in zip(xss, ts)]
+    y = list(zip(*(v for v, _ in taken)))
+    if all(d is None for _, d in taken):
         return y, None
-    cols = [seq(d, xs) for d, xs in zip(ts, xss)]
-    return y, [tuple(row) for row in zip(*cols)]
+    return y, [tuple(row) for row in zip(*(d or [None] * len(v) for v, d in taken))]
 
 
 @frule(enumerate)
 def _enumerate(ts, xs, start=0):
-    y = list(enumerate(xs, start))
-    return y, None if ts[0] is None else [(None, d) for d in seq(ts[0], xs)]
+    v, d = consume(xs, ts[0])
+    return list(enumerate(v, start)), None if d is None else [(None, di) for di in d]
 
 
 @frule(reversed)
@@ -183,17 +185,10 @@ def _get(ts, d, k, default=None):
 def _constructor(kind):
     @frule(kind)
     def fr(ts, *xs):
-        y = kind(*xs)
-        if not xs or ts[0] is None:
-            return y, None
-        x, d = xs[0], ts[0]
-        if type(x) in (list, tuple, np.ndarray):
-            return y, kind(d[i] for i in range(len(x)))
-        if type(x) is IndexIter:
-            return y, kind(d[i] for i in range(len(x.xs) - len(y), len(x.xs)))
-        if isinstance(d, list):  # (zip, enumerate, dict views: already lists of tangents)
-            return y, kind(d)
-        return y, None
+        if not xs:
+            return kind(), None
+        v, d = consume(xs[0], ts[0])
+        return kind(v), None if d is None else kind(d)
     return fr
 
 
@@ -238,6 +233,11 @@ def _getattr(ts, x, name, *default):
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
     y = getattr(x, name, *default)
+    if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
+        sh = current()
+        t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
+        sh.set_tangent(fields, t)
+        return y, t
     if dx is None:
         return y, None
     owner = getattr(y, "__self__", None)
@@ -368,7 +368,6 @@ _list_method(list.append, lambda ts, xs, d, x, before: d.append(ts[1]))
 _list_method(list.extend, lambda ts, xs, d, ys, before: d.extend(seq(ts[1], xs[len(d):])))
 _list_method(list.insert, lambda ts, xs, d, i, x, before: d.insert(i, ts[2]))
 _list_method(list.pop, lambda ts, xs, d, *i, before: d.pop(*i))
-_list_method(list.clear, lambda ts, xs, d, before: d.clear())
 _list_method(list.reverse, lambda ts, xs, d, before: d.reverse())
 _list_method(list.remove, lambda ts, xs, d, x, before: d.pop(before.index(x)))
 
@@ -389,20 +388,13 @@ def _comprehension_append(ts, xs, x):
 @frule(ops.list_extend)
 def _comprehension_extend(ts, xs, ys):
     n = len(xs)
-    ops.list_extend(xs, ys)
-    if ts[0] is None and ts[1] is None:
+    v, dv = consume(ys, ts[1])
+    ops.list_extend(xs, v)
+    if ts[0] is None and dv is None:
         return xs, None
     d = ts[0] if ts[0] is not None else [None] * n
-    d.extend(_extension(ys, ts[1], len(xs) - n))
+    d.extend(dv or [None] * len(v))
     return xs, d
-
-
-def _extension(ys, dys, n):
-    if dys is None:
-        return [None] * n
-    if type(ys) is IndexIter:
-        return [dys[i] for i in range(len(ys.xs) - n, len(ys.xs))]
-    return list(dys)[:n] if not isinstance(dys, np.ndarray) else [dys[i] for i in range(n)]
 
 
 @frule(ops.map_add)
@@ -521,3 +513,83 @@ def _unsupported(what):
     return ForwardModeError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
                             f"nonzero tangent yet; do the change on a list, dict or array, or "
                             f"give the method a forward rule (bytegrad.frule)")
+
+
+# -- more changes in place, and the higher-order builtins ---------------------------------
+
+
+@frule(dict.clear, list.clear)
+def _clear(ts, x):
+    sh = current()
+    if ts[0] is not None or id(x) in sh.entries:
+        sh.writable(x, ts[0], f"'{type(x).__name__}.clear'").clear()
+    x.clear()
+    return None, None
+
+
+@frule(dict.popitem)
+def _popitem(ts, d):
+    sh = current()
+    if ts[0] is None and id(d) not in sh.entries:
+        return d.popitem(), None
+    t = sh.writable(d, ts[0], "'dict.popitem'")
+    k, v = d.popitem()
+    return (k, v), none_if_zero((None, t.pop(k, None)))
+
+
+def _order(xs, key, reverse):
+    keys = xs if key is None else [key(x) for x in xs]
+    return sorted(range(len(xs)), key=keys.__getitem__, reverse=reverse)
+
+
+@frule(list.sort)
+def _sort(ts, xs, *, key=None, reverse=False):
+    sh = current()
+    if ts[0] is None and id(xs) not in sh.entries:
+        return xs.sort(key=key, reverse=reverse), None
+    t = sh.writable(xs, ts[0], "'list.sort'")
+    order = _order(list(xs), key, reverse)
+    xs[:] = [xs[i] for i in order]  # (the order sort makes: stable, as Python's)
+    t[:] = [t[i] for i in order]
+    return None, None
+
+
+@frule(sorted)
+def _sorted(ts, xs, *, key=None, reverse=False):
+    v, d = consume(xs, ts[0])
+    order = _order(v, key, reverse)
+    return [v[i] for i in order], None if d is None else [d[i] for i in order]
+
+
+@frule(map)
+def _map(ts, f, *xss):
+    taken = [consume(xs, d) for xs, d in zip(xss, ts[1:])]
+    rows = [v for v, _ in taken]
+    cols = [d or [None] * len(v) for v, d in taken]
+    ys, dys = [], []
+    for args, dargs in zip(zip(*rows), zip(*cols)):
+        y, dy = jvp_call(f, ts[0], dargs, *args)
+        ys.append(y)
+        dys.append(dy)
+    return IndexIter(ys), none_if_zero(dys)
+
+
+@frule(filter)
+def _filter(ts, f, xs):
+    v, d = consume(xs, ts[1])
+    d = d or [None] * len(v)
+    keep = [i for i, x in enumerate(v) if (bool(x) if f is None else f(x))]
+    return IndexIter([v[i] for i in keep]), none_if_zero([d[i] for i in keep])
+
+
+@frule(super)
+def _super(ts, *args):
+    return super(*args), ts[1] if len(ts) > 1 else None  # (an attribute read through it is self's)
+
+
+@frule(object.__setattr__)
+def _object_setattr(ts, obj, name, v):
+    object.__setattr__(obj, name, v)
+    if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
+    return None, None

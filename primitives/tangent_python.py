@@ -28,7 +28,7 @@ from ._frozen import math, np
 from ..runtime.frules import FRULES, frule
 from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
-from ._tangent import fit, items, minus, none_if_zero, plus, seq, times
+from ._tangent import consume, fit, items, minus, none_if_zero, plus, seq, times
 from .math import _UNARY
 from .operators import _log
 
@@ -283,43 +283,45 @@ def _complex(ts, *args):
                    None if len(ts) < 2 or ts[1] is None else 1j * ts[1])
 
 
-@frule(builtins.sum)
-def _sum(ts, xs, *start):
-    y = builtins.sum(xs, *start)
+def _summing(total):
+    @frule(total)
+    def fr(ts, xs, *start):
+        v, dv = consume(xs, ts[0])
+        return _sum(total(v, *start), ts, v, dv, start)
+    return fr
+
+
+def _sum(y, ts, v, dv, start):
+    """The tangent of ``y``, the sum of the items ``v`` (tangents ``dv``) and ``start``."""
     if type(y) in _SEQ:
         ds = seq(ts[1], start[0]) if start else []
-        for x, d in zip(xs, seq(ts[0], xs)):
+        for x, d in zip(v, dv or [None] * len(v)):
             ds += seq(d, x)
         return y, none_if_zero(type(y)(ds))
     out = ts[1] if start else None
-    for d in _item_tangents(xs, ts[0]):
+    for d in dv or ():
         out = plus(out, d)
     return y, fit(out, y)
 
 
-def _item_tangents(xs, dxs):
-    """The tangents of the items of ``xs``, which iterating over it yields."""
-    if dxs is None:
-        return ()
-    if type(xs) is dict:
-        return ()  # (its keys)
-    return dxs if isinstance(dxs, (list, tuple, np.ndarray)) else ()
+_summing(builtins.sum)
+_summing(_math.fsum)
 
 
 def _extremum(f, better):
     @frule(f)
     def fr(ts, *args, key=None, **kw):
-        y = f(*args, key=key, **kw)
-        xs, ds = (args[0], ts[0]) if len(args) == 1 else (args, ts)
-        v = list(xs.values()) if type(xs) is dict else list(xs)
+        ts, dkw = (ts[:-1], ts[-1]) if len(ts) > len(args) else (ts, {})
+        v, ds = consume(args[0], ts[0]) if len(args) == 1 else (list(args), ts)
         best, bestk = -1, None
         for i, x in enumerate(v):
             k = x if key is None else key(x)
             if best < 0 or better(k, bestk):
                 best, bestk = i, k
-        if best < 0 or ds is None or type(xs) is dict:
-            return y, None
-        return y, list(ds)[best] if not isinstance(ds, np.ndarray) else ds[best]
+        if best < 0:  # the default, or Python's ValueError
+            return f(v, key=key, **kw), dkw.get("default")
+        return v[best], None if ds is None else ds[best]
+    fr.keyword_tangents = True  # (the default's)
     return fr
 
 

@@ -91,9 +91,13 @@ def _derive(f, r):
                 return f(*args, **kw), None
             raise NoForwardRuleError(f, "it changes its arguments in place, so its reverse rule "
                                         "cannot be called again to build a forward one")
+        kept = [(a, a.copy()) for a in args if type(a) is np.ndarray]
         y, back = r.fn(*args, **kw)
         if zero:
             return y, None
+        if any(not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in kept):
+            raise NoForwardRuleError(f, "it changed an argument in place, so its reverse rule "
+                                        "cannot be called again to build a forward one")
         if not _real(y) or not all(_real(a) for a, t in zip(args, tangents) if t is not None):
             raise NoForwardRuleError(f, "its forward rule is derived from its reverse rule only "
                                         "for real floats and real arrays")
@@ -112,11 +116,12 @@ def _derive(f, r):
 
 
 def _real(x) -> bool:
+    """Whether ``x`` is a real number or array (a list of them, for an argument)."""
     if isinstance(x, (bool, int, float, np.integer, np.floating)):
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "biuf"
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, list):
         return all(map(_real, x))
     return False
 

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from ..ir.ir import full_name
-from . import tangents as shadows
+from . import shadow, tangents as shadows
 from .api import _callable, pullback
 from .computing import computing
 from .jvp import compiled_tangent, jvp_call
@@ -29,7 +29,8 @@ def jvp(f, primals, tangents):
     None."""
     _callable(f)
     primals, tangents = _pairs(primals, tangents)
-    with _COMPUTING, shadows.fresh() as sh:
+    # (a reverse rule a derived forward rule calls records into a shadow of its own)
+    with _COMPUTING, shadows.fresh() as sh, shadow.fresh():
         y, dy = jvp_call(f, None, tangents, *primals)
         dy = sh.refresh(y, dy)
     return y, _dense(dy, y, _held(primals, tangents))
@@ -233,7 +234,7 @@ def jacrev(f, argnums=0, has_aux=False):
         x = args[nums[0]] if single else tuple(args[i] for i in nums)
         ins = [_float_leaf(v, "jacrev") for v in _leaves(x)]
         y, back = pullback(f, *args, wrt=nums)
-        aux = None
+        y0, aux = y, None  # (with has_aux, the pair whose first part gets the seed)
         if has_aux:
             y, aux = _aux_pair(y, f)
         outs = [_float_leaf(v, "jacrev") for v in _leaves(y)]
@@ -241,7 +242,7 @@ def jacrev(f, argnums=0, has_aux=False):
         for o, leaf in enumerate(outs):
             for k in range(leaf.size):
                 seed = _rebuild(y, iter(_basis(outs, o, k)))
-                g = back((seed, None) if has_aux else seed)
+                g = back(type(y0)((seed, None)) if has_aux else seed)
                 gx = g[nums[0]] if single else tuple(g[i] for i in nums)
                 for j, d in enumerate(_grad_leaves(gx, x)):
                     J[o][j].reshape((-1,) + ins[j].shape)[k] = 0 if d is None else np.conj(d)
@@ -275,7 +276,7 @@ def vjp(f, *primals, has_aux=False):
     if not has_aux:
         return y, back
     out, aux = _aux_pair(y, f)
-    return out, (lambda ct: back((ct, None))), aux
+    return out, (lambda ct: back(type(y)((ct, None)))), aux
 
 
 def _aux_pair(y, f):

@@ -13,12 +13,15 @@ from __future__ import annotations
 import inspect
 import types
 
+import numpy as np
+
 from ..ir import lift
 from ..ir.emit import emit
 from ..transforms.tangent import transform_tangent
 from . import forward as fw
 from .binding import bind
 from .cache import Cache, still_decided
+from .errors import full_name
 from .frules import NoForwardRuleError, derived, frule_for
 from .rules import CALLS, Rule, record_of
 from .tangents import current
@@ -73,6 +76,8 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
 
 
 def _dispatch(f, df, dargs, dkw, args, kw):
+    if kw.get("out") is not None:
+        return _with_out(f, df, dargs, dkw, args, kw)
     fr = frule_for(f)
     if fr is not None:
         return _with_keywords(f, fr, dargs, dkw, args, kw)
@@ -107,6 +112,23 @@ def _dispatch(f, df, dargs, dkw, args, kw):
     if all(d is None for d in dargs) and not any(d is not None for d in dkw.values()):
         return f(*args, **kw), None
     raise NoForwardRuleError(f, "it has no forward rule, no reverse rule and no Python bytecode")
+
+
+def _with_out(f, df, dargs, dkw, args, kw):
+    """``f(*args, out=o)``: the result computed apart, then written into ``o`` (an array,
+    or a tuple of one), whose tangent in the shadow takes the result's."""
+    out = kw["out"]
+    o = out[0] if type(out) is tuple and len(out) == 1 else out
+    if type(o) is not np.ndarray:
+        raise NoForwardRuleError(f, "out= is followed for one output array only")
+    sh = current()
+    rest = {k: v for k, v in kw.items() if k != "out"}
+    y, dy = _dispatch(f, df, dargs, {k: v for k, v in dkw.items() if k != "out"}, args, rest)
+    t = sh.writable(o, sh.refresh(o, dkw.get("out")), f"{full_name(f)}(..., out=...)")
+    o[...] = y
+    if t is not None:
+        t[...] = 0.0 if dy is None else dy
+    return out, sh.refresh(o, None) if out is o else (sh.refresh(o, None),)
 
 
 _PLANS: dict = {}  # callables with a forward rule and no `Rule` record: how keywords bind

@@ -35,8 +35,9 @@ class Activity(set):
         # calls of code known only at run time given nothing that carries a gradient: the
         # code may still read one, through a global, from an object changed in place
         self.reading = set()
-        # the variables whose object may be changed in place (see `_Hazards`)
-        self.hazard = set()
+        # the variables whose object may be changed in place (see `_Hazards`), and the
+        # classes of variables that may share objects (`_Aliases`)
+        self.hazard, self.aliases = set(), None
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
@@ -77,7 +78,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
             return True
         return False
 
-    aliases = _Aliases(hazard)
+    aliases = active.aliases = _Aliases(hazard)
     changed = True
     while changed:
         changed = False

@@ -71,7 +71,9 @@ def tangent(ir, active, hooks) -> IR:
 
     ``hooks`` gives ``jvp`` (``jvp(f, df, dargs, *args, **kw)``), ``jvp_kw`` (the same
     with a dict of the keywords' tangents after ``dargs``) and ``frule_for(f)`` (the
-    forward rule of a constant callee, called directly: ``frule(dargs, *args)``).
+    forward rule of a constant callee, called directly, ``frule(dargs, *args)``, when no
+    operand may share an object changed in place, whose tangent ``jvp`` reads from the
+    runtime's shadow: `_may_share_changed`).
     """
     m = ir.meta
     out = IR(Meta(f"tangent_{m.name}", m.filename, m.firstlineno))
@@ -86,12 +88,13 @@ def tangent(ir, active, hooks) -> IR:
                 tan[a] = out.argument(b)
     look = lambda x: env.get(x, x) if isinstance(x, Var) else x
     dot = lambda x: tan.get(x) if isinstance(x, Var) else None
+    changed = _may_share_changed(active)
     for b, blk in enumerate(ir.blocks):
         for v, st in blk.stmts:
             if v not in active:
                 env[v] = out.push(b, st.map(look))
                 continue
-            pair = out.push(b, _jvp_call(out, b, st, look, dot, hooks, active.hazard))
+            pair = out.push(b, _jvp_call(out, b, st, look, dot, hooks, changed))
             t = out.push(b, Stmt(ops.unpack, (pair, 2), None, st.line))
             env[v] = out.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             tan[v] = out.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
@@ -107,14 +110,23 @@ def tangent(ir, active, hooks) -> IR:
     return out
 
 
-def _jvp_call(out, b, st, look, dot, hooks, hazard) -> Stmt:
+def _may_share_changed(active):
+    """A test of whether a variable may share an object with one that may be changed in
+    place (a view of it, what it was read from), by `activity`'s hazards and aliases."""
+    hazard, aliases = getattr(active, "hazard", ()), getattr(active, "aliases", None)
+    if aliases is None:
+        return lambda x: x in hazard
+    classes = {aliases.find(h) for h in hazard if h not in aliases.numbers}
+    return lambda x: x in hazard or x not in aliases.numbers and aliases.find(x) in classes
+
+
+def _jvp_call(out, b, st, look, dot, hooks, changed) -> Stmt:
     """The call computing ``(value, tangent)`` of active statement ``st``."""
     dargs = out.push(b, Stmt(ops.build_tuple, [dot(a) for a in st.args], None, st.line))
     fn, args = look(st.fn), [look(a) for a in st.args]
     kw = {k: look(x) for k, x in st.kw.items()}
-    # an operand that may have been changed in place has its tangent in the runtime's
-    # shadow, which ``jvp`` reads: only a call given none goes to its rule directly
-    direct = not isinstance(st.fn, (Var, Global)) and not kw and not any(x in hazard for x in st.args)
+    direct = not isinstance(st.fn, (Var, Global)) and not kw and \
+        not any(changed(x) for x in st.args if isinstance(x, (Var, Global)))
     r = hooks.frule_for(st.fn) if direct else None
     if r is not None:
         return Stmt(r, [dargs] + args, None, st.line)

@@ -69,9 +69,9 @@ def test_forward_rules_of_structured_arguments(f, args, vs):
 
 
 def test_derived_forward_rule_is_the_fallback_and_agrees_with_the_reverse_rule():
-    assert frule_for(np.linalg.eigvalsh) is None and frule_for(np.sort) is None
+    assert frule_for(np.linalg.eigvalsh) is None and frule_for(np.median) is None
     v = rng.standard_normal(3)
-    for f in (np.sort, np.cumprod, np.linalg.norm):
+    for f in (np.median, np.cumprod, np.linalg.norm):
         y, dy = bytegrad.jvp(f, (x3,), (v,))
         np.testing.assert_allclose(dy, _jvp_fd(f, [x3], [v]), rtol=1e-5, atol=1e-8)
 
