@@ -397,11 +397,12 @@ def _cholesky(ts, a, *rest, **kw):
 @frule(np.nan_to_num)
 def _nan_to_num(ts, x, copy=True, nan=0.0, posinf=None, neginf=None):
     finite = np.isfinite(x)
-    y = np.nan_to_num(x, copy, nan, posinf, neginf)
+    replaced = [(test(x), i) for test, i in ((np.isnan, 2), (np.isposinf, 3), (np.isneginf, 4))]
+    y = np.nan_to_num(x, copy, nan, posinf, neginf)  # (copy=False: x changes here)
     d = None if ts[0] is None else np.where(finite, ts[0], 0.0)
-    for test, i in ((np.isnan, 2), (np.isposinf, 3), (np.isneginf, 4)):
+    for where, i in replaced:
         if i < len(ts) and ts[i] is not None:
-            d = plus(d, np.where(test(x), ts[i], 0.0))
+            d = plus(d, np.where(where, ts[i], 0.0))
     if copy or type(x) is not np.ndarray:
         return y, fit(d, y) if d is not None else None
     t = current().writable(x, ts[0], "numpy.nan_to_num(copy=False)")

@@ -81,14 +81,23 @@ def _item(x, dx, k):
     return dx[k]
 
 
+def _read(y, dy):
+    """The tangent ``dy`` of a value read out of an object, or the shadow's for ``y`` when
+    ``y`` was changed in place after the object's tangent was made (a read is called
+    directly, without `jvp_call`'s look at the shadow, where nothing here changes)."""
+    sh = current()
+    return sh.refresh(y, dy) if sh.entries else dy
+
+
 @frule(operator.getitem)
 def _getitem(ts, x, k):
     t = type(x)
-    if t is np.ndarray or t is list or t is tuple or t is dict or isinstance(x, (tuple, dict)):
-        return x[k], _item(x, ts[0], k)
     m = getattr(t, "__getitem__", None)
-    if type(m) is types.FunctionType:
+    if type(m) is types.FunctionType:  # (also of a subclass of dict or list)
         return jvp_call(m, None, ts, x, k)
+    if t is np.ndarray or t is list or t is tuple or t is dict or isinstance(x, (tuple, dict)):
+        y = x[k]
+        return y, _read(y, _item(x, ts[0], k))
     return x[k], None
 
 
@@ -118,6 +127,8 @@ def _unpack_ex(ts, xs, before, after):
 def _iter(ts, xs, *sentinel):
     if not sentinel and ts[0] is not None and type(xs) in (list, tuple, np.ndarray):
         return IndexIter(xs), ts[0]
+    if type(xs) is IndexIter:  # (map's, filter's: the iterator itself, its tangent too)
+        return xs, ts[0]
     return iter(xs, *sentinel), None
 
 
@@ -216,6 +227,9 @@ def _dict(ts, *args, **kw):
 
 @frule(getattr)
 def _getattr(ts, x, name, *default):
+    if default:  # the default when x lacks the attribute (read once), else as without one
+        y = getattr(x, name, _MISSING)
+        return (default[0], ts[2]) if y is _MISSING else _getattr(ts[:2], x, name)
     dx = ts[0]
     prop = _class_attribute(x, name)
     if isinstance(prop, property):
@@ -243,7 +257,10 @@ def _getattr(ts, x, name, *default):
     owner = getattr(y, "__self__", None)
     if owner is x or type(x) is super and owner is x.__self__:
         return y, dx  # a bound method: its tangent is its object's
-    return y, _attribute(x, dx, name)
+    return y, _read(y, _attribute(x, dx, name))
+
+
+_MISSING = object()
 
 
 def _attribute(x, dx, name):
@@ -537,8 +554,10 @@ def _popitem(ts, d):
     return (k, v), none_if_zero((None, t.pop(k, None)))
 
 
-def _order(xs, key, reverse):
-    keys = xs if key is None else [key(x) for x in xs]
+def _order(xs, key, reverse, ds=None):
+    """The positions of ``xs`` in sorted order; ``key`` runs in forward mode (what it
+    stores into objects carries tangents; the keys themselves order, with none)."""
+    keys = xs if key is None else [jvp_call(key, None, (d,), x)[0] for x, d in zip(xs, ds or [None] * len(xs))]
     return sorted(range(len(xs)), key=keys.__getitem__, reverse=reverse)
 
 
@@ -557,7 +576,7 @@ def _sort(ts, xs, *, key=None, reverse=False):
 @frule(sorted)
 def _sorted(ts, xs, *, key=None, reverse=False):
     v, d = consume(xs, ts[0])
-    order = _order(v, key, reverse)
+    order = _order(v, key, reverse, d)
     return [v[i] for i in order], None if d is None else [d[i] for i in order]
 
 
@@ -578,7 +597,7 @@ def _map(ts, f, *xss):
 def _filter(ts, f, xs):
     v, d = consume(xs, ts[1])
     d = d or [None] * len(v)
-    keep = [i for i, x in enumerate(v) if (bool(x) if f is None else f(x))]
+    keep = [i for i, (x, dx) in enumerate(zip(v, d)) if (bool(x) if f is None else jvp_call(f, ts[0], (dx,), x)[0])]
     return IndexIter([v[i] for i in keep]), none_if_zero([d[i] for i in keep])
 
 

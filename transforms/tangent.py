@@ -88,7 +88,7 @@ def tangent(ir, active, hooks) -> IR:
                 tan[a] = out.argument(b)
     look = lambda x: env.get(x, x) if isinstance(x, Var) else x
     dot = lambda x: tan.get(x) if isinstance(x, Var) else None
-    changed = _may_share_changed(active)
+    changed = _may_share_changed(ir, active, hooks)
     for b, blk in enumerate(ir.blocks):
         for v, st in blk.stmts:
             if v not in active:
@@ -110,12 +110,19 @@ def tangent(ir, active, hooks) -> IR:
     return out
 
 
-def _may_share_changed(active):
+def _may_share_changed(ir, active, hooks):
     """A test of whether a variable may share an object with one that may be changed in
-    place (a view of it, what it was read from), by `activity`'s hazards and aliases."""
-    hazard, aliases = getattr(active, "hazard", ()), getattr(active, "aliases", None)
+    place (a view of it, what it was read from): `activity`'s hazards, and the operands of
+    calls that may change them (code known at run time or a global that is not
+    ``settled``, ``f(*args)``, callees the hooks call ``changing`` or ``effectful``), with
+    every variable `activity`'s aliases put in their class."""
+    hazard, aliases = set(getattr(active, "hazard", ())), getattr(active, "aliases", None)
+    for _, _, st in ir.statements():
+        if isinstance(st.fn, Var) or isinstance(st.fn, Global) and not hooks.settled(st.fn) or \
+                st.fn is ops.apply or hooks.changing(st.fn) or hooks.effectful(st.fn):
+            hazard.update(x for x in list(st.args) + list(st.kw.values()) if isinstance(x, (Var, Global)))
     if aliases is None:
-        return lambda x: x in hazard
+        return hazard.__contains__
     classes = {aliases.find(h) for h in hazard if h not in aliases.numbers}
     return lambda x: x in hazard or x not in aliases.numbers and aliases.find(x) in classes
 
