@@ -103,6 +103,9 @@ def _getitem(ts, x, k):
 
 @frule(ops.unpack)
 def _unpack(ts, xs, n):
+    if type(xs) is IndexIter:  # (a, b = map(...))
+        v, d = consume(xs, ts[0])
+        return ops.unpack(v, n), None if d is None else tuple(d)
     y = ops.unpack(xs, n)
     d = ts[0]
     if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
@@ -455,6 +458,9 @@ def _update(ts, d, *other, **kw):
 @frule(ops.apply)
 def _apply(ts, f, args, kwargs=None):
     """``f(*args, **kwargs)``: the call with the tangents of the items."""
+    if type(args) is not tuple:  # (f(*map(...)))
+        args, d = consume(args, ts[1])
+        args, ts = tuple(args), (ts[0], d) + tuple(ts[2:])
     dargs = tuple(seq(ts[1], args)) if ts[1] is not None else (None,) * len(args)
     dkw = ts[2] if len(ts) > 2 and ts[2] is not None else None
     return jvp_call_kw(f, ts[0], dargs, dkw, *args, **(kwargs or {}))
@@ -465,6 +471,11 @@ def _apply(ts, f, args, kwargs=None):
 def _partial(ts, f, *args, **kw):
     (df, *dargs), dkw = _split(ts, 1 + len(args))
     y = functools.partial(f, *args, **kw)
+    if type(f) is functools.partial and y.func is f.func:  # (flattened: f's parts come first)
+        inner = df if isinstance(df, dict) else {}
+        df = inner.get("func")
+        dargs = list(inner.get("args") or (None,) * len(f.args)) + dargs
+        dkw = {**(inner.get("keywords") or {}), **dkw}
     return y, none_if_zero({"func": df, "args": none_if_zero(tuple(dargs)), "keywords": none_if_zero(dkw)}) \
         if df is not None or any(d is not None for d in dargs) or any(dkw.values()) else None
 
