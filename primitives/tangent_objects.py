@@ -92,6 +92,9 @@ def _read(y, dy):
 @frule(operator.getitem)
 def _getitem(ts, x, k):
     t = type(x)
+    if t is np.ndarray:  # (the usual case, first)
+        y, d = x[k], ts[0]
+        return y, None if d is None else _read(y, d[k])
     m = getattr(t, "__getitem__", None)
     if type(m) is types.FunctionType:  # (also of a subclass of dict or list)
         return jvp_call(m, None, ts, x, k)

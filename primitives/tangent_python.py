@@ -33,6 +33,7 @@ from .math import _UNARY
 from .operators import _log
 
 _SEQ = (list, tuple)
+_SCALARS = frozenset({float, int, np.float64})
 _NUMBERS = (int, float, complex, bool, np.ndarray, np.generic)
 
 
@@ -62,6 +63,9 @@ def _arith(op, name, rname, numbers, sequences=None):
 
     @frule(op)
     def fr(ts, a, b):
+        if type(a) in _SCALARS and type(b) in _SCALARS:  # (the usual case, first: no shape to fit)
+            y = op(a, b)
+            return y, numbers(ts, a, b, y)
         if _objects(a, b):
             if sequences is not None and (type(a) in _SEQ or type(b) in _SEQ):
                 y = op(a, b)

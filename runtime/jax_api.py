@@ -165,6 +165,14 @@ def _jacobian(ins, outs):
     return [[np.empty(o.shape + i.shape, np.result_type(o, i, float)) for i in ins] for o in outs]
 
 
+def _inputs(args, argnums, what):
+    """``(single, nums, x, leaves)``: the arguments differentiated, as one value or a
+    tuple, and their leaves as arrays."""
+    single, nums = _argnums(argnums, len(args))
+    x = args[nums[0]] if single else tuple(args[i] for i in nums)
+    return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
+
+
 def jacfwd(f, argnums=0, has_aux=False):
     """JAX's ``jacfwd``: the Jacobian of ``f`` in ``argnums`` by forward mode, one `jvp`
     per element of the inputs."""
@@ -172,10 +180,7 @@ def jacfwd(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def jac(*args):
-        single, nums = _argnums(argnums, len(args))
-        x = args[nums[0]] if single else tuple(args[i] for i in nums)
-        ins = [_float_leaf(v, "jacfwd") for v in _leaves(x)]
-        g = (lambda *a: f(*a)[0]) if has_aux else f
+        single, nums, x, ins = _inputs(args, argnums, "jacfwd")
         y = aux = None
         cols = []
         for j, leaf in enumerate(ins):
@@ -230,9 +235,7 @@ def jacrev(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def jac(*args):
-        single, nums = _argnums(argnums, len(args))
-        x = args[nums[0]] if single else tuple(args[i] for i in nums)
-        ins = [_float_leaf(v, "jacrev") for v in _leaves(x)]
+        single, nums, x, ins = _inputs(args, argnums, "jacrev")
         y, back = pullback(f, *args, wrt=nums)
         y0, aux = y, None  # (with has_aux, the pair whose first part gets the seed)
         if has_aux:
