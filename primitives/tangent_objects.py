@@ -539,11 +539,11 @@ def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
     return fn, None
 
 
-def _unsupported(what):
+def _unsupported(what, fix="; do the change on a list, dict or array, or give the method a "
+                            "forward rule (bytegrad.frule)"):
     file, line = user_location()
     return ForwardModeError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
-                            f"nonzero tangent yet; do the change on a list, dict or array, or "
-                            f"give the method a forward rule (bytegrad.frule)")
+                            f"nonzero tangent yet{fix}")
 
 
 # -- more changes in place, and the higher-order builtins ---------------------------------
@@ -626,3 +626,16 @@ def _object_setattr(ts, obj, name, v):
     if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
         current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
     return None, None
+
+
+def _set_maker(make):
+    @frule(make)
+    def fr(ts, *xs):
+        if any(t is not None for t in ts):
+            raise _unsupported(f"a set of differentiable values ({make.__name__})", "; use a list or tuple")
+        return make(*xs), None
+    return fr
+
+
+for _make in (ops.build_set, set, frozenset):
+    _set_maker(_make)

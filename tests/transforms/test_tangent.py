@@ -369,3 +369,13 @@ def test_the_direct_rule_calls_are_the_rules_the_runtime_would_dispatch_to():
     from bytegrad.runtime.frules import FRULES
     assert FRULES[ops.build_tuple]((1.0, None), 2.0, 3) == ((2.0, 3), (1.0, None))
     assert FRULES[operator.getitem](((1.0, None), None), (2.0, 3), 0) == (2.0, 1.0)
+
+
+def test_a_set_of_differentiable_values_is_refused_by_line():
+    def f(x):
+        s = {x, 2 * x}
+        return sum(s)
+
+    with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent.py:\d+: .*a set of differentiable values"):
+        bytegrad.jvp(f, (1.0,), (1.0,))
+    assert bytegrad.jvp(lambda x, n: x * len({n, 3}), (2.0, 1), (1.0, None)) == (4.0, 2.0)
