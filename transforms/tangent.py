@@ -7,54 +7,49 @@ tangent is the constant None (zero).  A block argument that is active gets a tan
 argument after the primal ones, which every edge into the block passes, so loops and
 branches need no tape.  The entry block's tangent arguments come after the primal
 ones (the function itself first), and the function returns ``(value, tangent)``.
-Below, block 3 (the loop's body) takes ``x``, ``n`` and their tangents ``%13``, ``%14``,
-and passes the new tangents ``%21``, ``%26`` back to itself:
+Below, block 2 (where the branches join) takes ``x`` and its tangent (``%8``, ``%9``):
+one edge passes the argument's (``%2``, ``%5``), the other those of ``math.sin(x)``:
 
     >>> import bytegrad, math
-    >>> def f(x, n):
-    ...     while n > 0:
+    >>> def f(x, y):
+    ...     if x > y:
     ...         x = math.sin(x)
-    ...         n = n - 1
-    ...     return x
+    ...     return x * y
     >>> print(bytegrad.tangent_stages(f).primal)
     1: (%1, %2, %3)
-      %4 = operator.gt(%3, 0)                        # line 2
+      %4 = operator.gt(%2, %3)                       # line 2
       br 2 (%2) unless %4
-      br 3 (%2, %3)
+      br 3
     2: (%5)
-      return %5
-    3: (%6, %7)
-      %8 = getattr(math, 'sin')                      # line 3
-      %12 = ops.resolved(%8, math.sin, 'math.sin')   # line 3
-      %9 = math.sin(%6)                              # line 3
-      %10 = operator.sub(%7, 1)                      # line 4
-      %11 = operator.gt(%10, 0)                      # line 2
-      br 2 (%9) unless %11
-      br 3 (%9, %10)
+      %6 = operator.mul(%5, %3)                      # line 4
+      return %6
+    3:
+      %7 = getattr(math, 'sin')                      # line 3
+      %9 = ops.resolved(%7, math.sin, 'math.sin')    # line 3
+      %8 = math.sin(%2)                              # line 3
+      br 2 (%8)
     >>> print(bytegrad.tangent_stages(f).tangent)
     1: (%1, %2, %3, %4, %5, %6)
-      %7 = operator.gt(%3, 0)                        # line 2
+      %7 = operator.gt(%2, %3)                       # line 2
       br 2 (%2, %5) unless %7
-      br 3 (%2, %3, %5, %6)
+      br 3
     2: (%8, %9)
-      %10 = ops.build_tuple(%8, %9)                  # line 5
-      return %10
-    3: (%11, %12, %13, %14)
-      %15 = getattr(math, 'sin')                     # line 3
-      %16 = ops.resolved(%15, math.sin, 'math.sin')  # line 3
-      %17 = ops.build_tuple(%13)                     # line 3
-      %18 = tangent_python.frule[math.sin](%17, %11) # line 3
-      %19 = ops.unpack(%18, 2)                       # line 3
-      %20 = operator.getitem(%19, 0)                 # line 3
-      %21 = operator.getitem(%19, 1)                 # line 3
-      %22 = ops.build_tuple(%14, None)               # line 4
-      %23 = tangent_python.frule[operator.sub](%22, %12, 1) # line 4
-      %24 = ops.unpack(%23, 2)                       # line 4
-      %25 = operator.getitem(%24, 0)                 # line 4
-      %26 = operator.getitem(%24, 1)                 # line 4
-      %27 = operator.gt(%25, 0)                      # line 2
-      br 2 (%20, %21) unless %27
-      br 3 (%20, %25, %21, %26)
+      %10 = ops.build_tuple(%9, %6)                  # line 4
+      %11 = tangent_python.frule[operator.mul](%10, %8, %3) # line 4
+      %12 = ops.unpack(%11, 2)                       # line 4
+      %13 = operator.getitem(%12, 0)                 # line 4
+      %14 = operator.getitem(%12, 1)                 # line 4
+      %15 = ops.build_tuple(%13, %14)                # line 4
+      return %15
+    3:
+      %16 = getattr(math, 'sin')                     # line 3
+      %17 = ops.resolved(%16, math.sin, 'math.sin')  # line 3
+      %18 = ops.build_tuple(%5)                      # line 3
+      %19 = tangent_python.frule[math.sin](%18, %2)  # line 3
+      %20 = ops.unpack(%19, 2)                       # line 3
+      %21 = operator.getitem(%20, 0)                 # line 3
+      %22 = operator.getitem(%20, 1)                 # line 3
+      br 2 (%21, %22)
 """
 from __future__ import annotations
 
