@@ -383,10 +383,6 @@ def _list_method(m, change):
     return fr
 
 
-def _pop_at(d, i):
-    return d.pop(i)
-
-
 _list_method(list.append, lambda ts, xs, d, x, before: d.append(ts[1]))
 _list_method(list.extend, lambda ts, xs, d, ys, before: d.extend(seq(ts[1], xs[len(d):])))
 _list_method(list.insert, lambda ts, xs, d, i, x, before: d.insert(i, ts[2]))

@@ -201,3 +201,20 @@ def test_gradients_of_gradients_and_jvp_inside_are_refused_clearly():
         bytegrad.gradient(inner, 0.3)
     with pytest.raises(NotImplementedError, match="test_jvp_api.py"):
         jvp(lambda x: bytegrad.gradient(np.sin, x)[0], (0.3,), (1.0,))
+
+
+def test_jvp_of_methods_classes_and_object_tangents():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class P:
+        w: float
+
+        def energy(self, x):
+            return self.w * x ** 2
+
+    p = P(2.0)
+    assert jvp(p.energy, (3.0,), (1.0,)) == (18.0, 12.0)  # d/dx w x² = 2 w x
+    obj, dobj = jvp(P, (3.0,), (1.0,))
+    assert obj == P(3.0) and dobj == {"w": 1.0}
+    assert jvp(lambda q, x: q.energy(x), (p, 3.0), ({"w": 1.0}, None)) == (18.0, 9.0)  # d/dw = x²
