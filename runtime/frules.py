@@ -76,7 +76,8 @@ _DERIVED: dict = {}
 
 def derived(f, r):
     """The forward rule of ``f`` derived from its reverse `Rule` ``r``: ``dy[k]`` is
-    ``Σ_i <back(e_k)_i, dx_i>``, one pullback call per element of a real output."""
+    ``Σ_i <back(e_k)_i, dx_i>``, one pullback call per element of a real output (of each
+    output, for a tuple of them: ``eigh``, ``svd``)."""
     d = _DERIVED.get(f)
     if d is None:
         d = _DERIVED[f] = _derive(f, r)
@@ -85,6 +86,7 @@ def derived(f, r):
 
 def _derive(f, r):
     def fr(tangents, *args, **kw):
+        tangents = tuple(None if _zero(t) else t for t in tangents)
         zero = all(t is None for t in tangents)
         if r.effectful or r.changes_args:  # (its rule would record the change for a reverse pass)
             if zero:
@@ -98,21 +100,38 @@ def _derive(f, r):
         if any(not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in kept):
             raise NoForwardRuleError(f, "it changed an argument in place, so its reverse rule "
                                         "cannot be called again to build a forward one")
-        if not _real(y) or not all(_real(a) for a, t in zip(args, tangents) if t is not None):
+        parts = tuple(y) if isinstance(y, tuple) else (y,)
+        if not all(map(_real, parts)) or not all(_real(a) for a, t in zip(args, tangents) if t is not None):
             raise NoForwardRuleError(f, "its forward rule is derived from its reverse rule only "
                                         "for real floats and real arrays")
-        ys = np.asarray(y)
-        dy = np.empty(ys.shape, np.result_type(ys.dtype, np.float64) if ys.dtype.kind != "f" else ys.dtype)
-        seed = np.zeros_like(dy)
-        for k in range(ys.size):
-            seed.flat[k] = 1.0
-            g = back(seed if ys.ndim else seed[()])
-            # (read before the seed changes: a pullback may compute its gradients when read)
-            dy.flat[k] = sum(inner(g[i + 1], t) for i, t in enumerate(tangents) if t is not None)
-            seed.flat[k] = 0.0
-        return y, (dy if isinstance(y, np.ndarray) else type(y)(dy[()]) if isinstance(y, float) else dy[()])
+        seeds = [np.zeros(np.shape(p), np.result_type(np.asarray(p).dtype, np.float64)) for p in parts]
+        dys = [np.empty_like(s) for s in seeds]
+        for j, (seed, dy) in enumerate(zip(seeds, dys)):
+            for k in range(seed.size):
+                seed.flat[k] = 1.0
+                g = back(_seed(seeds, parts, y))
+                # (read before the seed changes: a pullback may compute its gradients when read)
+                dy.flat[k] = sum(inner(g[i + 1], t) for i, t in enumerate(tangents) if t is not None)
+                seed.flat[k] = 0.0
+        dys = [dy if isinstance(p, np.ndarray) else type(p)(dy[()]) if isinstance(p, float) else dy[()]
+               for dy, p in zip(dys, parts)]
+        if not isinstance(y, tuple):
+            return y, dys[0]
+        return y, type(y)(*dys) if hasattr(y, "_fields") else tuple(dys)
     fr.__qualname__ = f"derived frule of {full_name(f)}"
     return fr
+
+
+def _seed(seeds, parts, y):
+    """The output gradient of one seed: arrays for arrays, numbers for numbers, a tuple
+    for a tuple."""
+    out = [s if isinstance(p, np.ndarray) else s[()] for s, p in zip(seeds, parts)]
+    return tuple(out) if isinstance(y, tuple) else out[0]
+
+
+def _zero(t) -> bool:
+    """Whether tangent ``t`` is zero: None, or a tuple or list of zero tangents."""
+    return t is None or isinstance(t, (tuple, list)) and all(map(_zero, t))
 
 
 def _real(x) -> bool:

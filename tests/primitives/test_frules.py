@@ -61,6 +61,11 @@ _sym = rng.standard_normal((3, 3))
     (lambda a, b: np.einsum("ij,jk->ik", a, b), (A, B), (A.T, B + 1)),
     (np.linalg.cholesky, (SPD,), (_sym + _sym.T,)),  # (a symmetric direction)
     (np.linalg.eigvalsh, (SPD,), (_sym + _sym.T,)),  # (no forward rule: derived from the reverse one)
+    # a tuple of outputs, derived per output: eigenvalues and the first eigenvector
+    (lambda s: (lambda wu: np.sum(wu[0] ** 2) + np.sum(np.abs(wu[1][:, 0])))(np.linalg.eigh(s)),
+     (SPD,), (_sym + _sym.T,)),
+    (lambda a: np.full((2, 2), a), (1.5,), (2.0,)),  # (the shape, a tuple of ints: no tangent)
+    (lambda a, w: np.average(a, weights=w), (x3, np.ones(3) + 1), (x3 + 1, x3 - 1)),
 ])
 def test_forward_rules_of_structured_arguments(f, args, vs):
     y, dy = bytegrad.jvp(f, args, vs)
