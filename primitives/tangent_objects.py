@@ -426,14 +426,21 @@ def _map_add(ts, m, k, v):
     return m, d
 
 
-@frule(ops.dict_update, ops.dict_merge)
-def _dict_merge(ts, d, m):
-    ops.dict_update(d, m) if d is not m else None
-    if ts[0] is None and ts[1] is None:
-        return d, None
-    out = ts[0] if ts[0] is not None else {}
-    out.update(ts[1] or {})
-    return d, out
+def _merging(merge):
+    """``{**a, **b}`` and ``f(**a, **b)``: the dict built is fresh, its tangent too."""
+    @frule(merge)
+    def fr(ts, d, m):
+        merge(d, m)
+        if ts[0] is None and ts[1] is None:
+            return d, None
+        out = ts[0] if ts[0] is not None else {}
+        out.update(ts[1] or {})
+        return d, out
+    return fr
+
+
+_merging(ops.dict_update)
+_merging(ops.dict_merge)
 
 
 @frule(dict.update)
