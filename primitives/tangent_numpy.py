@@ -194,12 +194,16 @@ _LINEAR = [
     np.ndarray.mean, np.cumsum, np.ndarray.cumsum, np.diff, np.copy, np.ndarray.copy,
     np.array, np.asarray, np.ascontiguousarray, np.asfortranarray,
     np.take, np.ndarray.take, np.fft.fftshift, np.fft.ifftshift,
-    np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+    np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.linalg.trace,
+    np.take_along_axis, *((np.matrix_transpose,) if hasattr(np, "matrix_transpose") else ()),
+    np.float64, np.float32, np.complex128, np.complex64,
     _fft.fft, _fft.ifft, _fft.rfft, _fft.irfft, _fft.fftn, _fft.ifftn, _fft.rfftn, _fft.irfftn,
     _fft.fft2, _fft.ifft2, _fft.rfft2, _fft.irfft2, _fft.hfft, _fft.ihfft,
 ]
 for _f in _LINEAR:
     linear(_f)
+for _f in (np.compress, np.extract):  # (the condition first)
+    linear(_f, at=1)
 
 
 def with_constants(f, fr, given):
@@ -220,9 +224,15 @@ for _f in (np.sum, np.ndarray.sum, np.mean, np.ndarray.mean, np.generic.sum, np.
 with_constants(np.diff, FRULES[np.diff], lambda args, kw: len(args) > 3 or "prepend" in kw or "append" in kw)
 
 
-@frule(np.ndarray.astype)
+@frule(np.real_if_close)
+def _real_if_close(ts, x, tol=100):
+    y = np.real_if_close(x, tol)
+    return y, None if ts[0] is None else np.real(ts[0]) if not np.iscomplexobj(y) else ts[0]
+
+
+@frule(np.ndarray.astype, *((np.astype,) if hasattr(np, "astype") else ()))
 def _astype(ts, x, dtype, *rest, **kw):
-    y = x.astype(dtype, *rest, **kw)
+    y = np.asarray(x).astype(dtype, *rest, **kw)
     keep = ts[0] is not None and np.dtype(dtype).kind in "fc"
     return y, ts[0].astype(dtype) if keep and isinstance(ts[0], np.ndarray) else (
         np.dtype(dtype).type(ts[0]) if keep else None)
@@ -259,8 +269,31 @@ def bilinear(f):
 
 
 for _f in (np.matmul, np.dot, np.ndarray.dot, np.inner, np.outer, np.tensordot, np.vdot,
-           np.kron, np.cross):
+           np.kron, np.cross, np.linalg.matmul, np.linalg.outer, np.linalg.tensordot,
+           np.linalg.cross, np.convolve, np.correlate,
+           *(getattr(np, n) for n in ("vecdot", "matvec", "vecmat") if hasattr(np, n)),
+           *((np.linalg.vecdot,) if hasattr(np.linalg, "vecdot") else ())):
     bilinear(_f)
+
+
+@frule(np.linalg.multi_dot)
+def _multi_dot(ts, arrays, *rest, **kw):
+    y = np.linalg.multi_dot(arrays, *rest, **kw)
+    out = None
+    for i, d in enumerate(ts[0] or ()):
+        if d is not None:
+            out = plus(out, np.linalg.multi_dot(list(arrays[:i]) + [d] + list(arrays[i + 1:])))
+    return y, out
+
+
+@frule(np.linalg.norm)
+def _norm(ts, x, ord=None, axis=None, keepdims=False):
+    if ord is not None or axis is not None:  # (the other norms: derived from the reverse rule)
+        return derived(np.linalg.norm, record_of(np.linalg.norm))(ts, x, ord, axis, keepdims)
+    y = np.linalg.norm(x, keepdims=keepdims)
+    if ts[0] is None:
+        return y, None
+    return y, (0.0 * y if y == 0 else np.sum(np.real(np.conj(x) * ts[0])) / np.reshape(y, ()) + 0.0 * y)
 
 
 @frule(np.einsum)

@@ -37,6 +37,10 @@ CASES = [
     (np.matmul, A, B), (np.dot, x3, A), (np.outer, x3, x3), (np.kron, A, x3),
     (np.fft.fft, x3), (np.fft.rfft, x3), (np.linalg.solve, A, x3), (np.linalg.solve, A, B),
     (np.linalg.inv, A), (np.linalg.det, A), (np.linalg.slogdet, A),
+    (np.linalg.norm, x3), (np.linalg.norm, B), (np.convolve, x3, x3[:2]), (np.correlate, x3, x3),
+    (np.linalg.matmul, A, B), (np.linalg.multi_dot, [A, B, B.T]), (np.vecdot, x3, x3),
+    (np.extract, x3 > 0, x3), (np.take_along_axis, B, np.argsort(B, 1), 1), (np.linalg.trace, A),
+    (np.real_if_close, x3 + 0j), (np.float64, 1.5), (np.sort, B, 0),
 ]
 
 
