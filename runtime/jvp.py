@@ -57,6 +57,8 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
     sh = current()
     if sh.entries:
         dargs = tuple(map(sh.refresh, args, dargs))
+        if kw:  # (a keyword's tangent is known statically only if it was nonzero there)
+            dkw = {k: sh.refresh(v, (dkw or {}).get(k)) for k, v in kw.items()}
     fr = frule_for(f)
     if fr is not None and not kw:
         y, dy = fr(dargs, *args)

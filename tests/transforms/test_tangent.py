@@ -379,3 +379,13 @@ def test_a_set_of_differentiable_values_is_refused_by_line():
     with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent.py:\d+: .*a set of differentiable values"):
         bytegrad.jvp(f, (1.0,), (1.0,))
     assert bytegrad.jvp(lambda x, n: x * len({n, 3}), (2.0, 1), (1.0, None)) == (4.0, 2.0)
+
+
+def test_an_array_changed_in_place_passed_by_keyword_keeps_its_tangent():
+    def f(x):
+        a = np.zeros(3)
+        a[0] = x * x
+        return np.sum(a=a) + np.clip(a, a_min=-1.0, a_max=2.0)[0]
+
+    assert bytegrad.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(2.0)  # d/dx 2x² at 0.5
+    assert float(fd_directional(f, [0.5], [1.0])) == pytest.approx(2.0, rel=1e-6)
