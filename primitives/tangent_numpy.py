@@ -16,9 +16,11 @@ here get one derived from the reverse rule (`runtime.frules.derived`).
 """
 from __future__ import annotations
 
+import functools
+
 from ._frozen import np
 
-from ..runtime.frules import FRULES, derived, frule
+from ..runtime.frules import FRULES, derived, frule, zero_tangent
 from ..runtime.rules import record_of
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
@@ -163,9 +165,21 @@ for _f in (np.conjugate, np.ndarray.conj, np.ndarray.conjugate, np.generic.conj,
 
 # -- linear in one argument: the tangent is the function of the tangent ----------------------
 
+def _or_derived(f, at, fr):
+    """``fr``, a rule linear in the arguments at positions ``at`` alone, for calls where no
+    other tangent is nonzero; the rule derived from the reverse one for the others
+    (``np.atleast_1d(x, y)``, a differentiable ``constant_values``)."""
+    def r(ts, *args, **kw):
+        if any(not zero_tangent(t) for i, t in enumerate(ts) if i not in at):
+            return derived(f, record_of(f))(ts, *args, **kw)
+        return fr(ts, *args, **kw)
+    return r
+
+
 def linear(f, at=0):
     """Register the forward rule of ``f``, linear in argument ``at``: ``f(…, dx, …)``."""
     @frule(f)
+    @functools.partial(_or_derived, f, (at,))
     def fr(ts, *args, **kw):
         y = f(*args, **kw)
         d = ts[at] if at < len(ts) else None
@@ -187,8 +201,7 @@ _fft = np.fft
 _LINEAR = [
     np.reshape, np.ndarray.reshape, np.ravel, np.ndarray.ravel, np.ndarray.flatten,
     np.transpose, np.ndarray.transpose, np.swapaxes, np.ndarray.swapaxes, np.moveaxis,
-    np.rollaxis, np.squeeze, np.ndarray.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d,
-    np.atleast_3d, np.broadcast_to, np.tile, np.repeat, np.ndarray.repeat, np.flip, np.fliplr,
+    np.rollaxis, np.squeeze, np.ndarray.squeeze, np.expand_dims, np.broadcast_to, np.tile, np.repeat, np.ndarray.repeat, np.flip, np.fliplr,
     np.flipud, np.roll, np.rot90, np.diagonal, np.ndarray.diagonal, np.diag, np.trace,
     np.ndarray.trace, np.triu, np.tril, np.real, np.imag, np.sum, np.ndarray.sum, np.mean,
     np.ndarray.mean, np.cumsum, np.ndarray.cumsum, np.diff, np.copy, np.ndarray.copy,
@@ -238,10 +251,27 @@ def _astype(ts, x, dtype, *rest, **kw):
         np.dtype(dtype).type(ts[0]) if keep else None)
 
 
+def each_linear(f):
+    """Register the forward rule of ``f``, linear in each of its positional arguments, all
+    arrays (``np.atleast_1d(x, y)``, ``np.broadcast_arrays``): ``f(dx, dy, …)``."""
+    @frule(f)
+    def fr(ts, *args, **kw):
+        y = f(*args, **kw)
+        if all(t is None for t in ts):
+            return y, None
+        return y, f(*(dense(t, a) for t, a in zip(ts, args)), **kw)
+    return fr
+
+
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays):
+    each_linear(_f)
+
+
 def sequence_linear(f):
     """Register the forward rule of ``f``, linear in its first argument, a sequence of
     arrays (``concatenate``, ``stack``): ``f(tangents of the arrays, …)``."""
     @frule(f)
+    @functools.partial(_or_derived, f, (0,))
     def fr(ts, xs, *rest, **kw):
         y = f(xs, *rest, **kw)
         d = ts[0]
@@ -260,6 +290,7 @@ for _f in (np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_
 def bilinear(f):
     """Register the forward rule of ``f``, linear in each of its first two arguments."""
     @frule(f)
+    @functools.partial(_or_derived, f, (0, 1))
     def fr(ts, a, b, *rest, **kw):
         y = f(a, b, *rest, **kw)
         da, db = ts[0], ts[1]

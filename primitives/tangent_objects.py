@@ -519,7 +519,7 @@ def _make_cell(ts, *value):
 def _cell_get(ts, cell, name="?", *own):
     y = ops.cell_get(cell, name, *own)
     e = current().cells.get(id(cell))
-    return y, e[1] if e is not None and e[0] is cell else None
+    return y, _read(y, e[1] if e is not None and e[0] is cell else None)
 
 
 @frule(ops.cell_set)

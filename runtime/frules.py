@@ -86,7 +86,7 @@ def derived(f, r):
 
 def _derive(f, r):
     def fr(tangents, *args, **kw):
-        tangents = tuple(None if _zero(t) else t for t in tangents)
+        tangents = tuple(None if zero_tangent(t) else t for t in tangents)
         zero = all(t is None for t in tangents)
         if r.effectful or r.changes_args:  # (its rule would record the change for a reverse pass)
             if zero:
@@ -129,9 +129,9 @@ def _seed(seeds, parts, y):
     return tuple(out) if isinstance(y, tuple) else out[0]
 
 
-def _zero(t) -> bool:
+def zero_tangent(t) -> bool:
     """Whether tangent ``t`` is zero: None, or a tuple or list of zero tangents."""
-    return t is None or isinstance(t, (tuple, list)) and all(map(_zero, t))
+    return t is None or isinstance(t, (tuple, list)) and all(map(zero_tangent, t))
 
 
 def _real(x) -> bool:

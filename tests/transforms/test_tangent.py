@@ -389,3 +389,32 @@ def test_an_array_changed_in_place_passed_by_keyword_keeps_its_tangent():
 
     assert bytegrad.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(2.0)  # d/dx 2x² at 0.5
     assert float(fd_directional(f, [0.5], [1.0])) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_library_code_and_functions_of_several_arrays():
+    import scipy.stats
+
+    def f(x):
+        return np.sum(scipy.stats.norm.logpdf(x, loc=0.3, scale=1.5))
+
+    def g(x, y):
+        a, b = np.atleast_1d(x, y)  # (linear in each: not the first argument alone)
+        return np.sum(a * b)
+
+    check_jvp(f, np.array([0.1, -0.4, 1.2]))
+    check_jvp(g, np.array([0.1, -0.4]), 1.5)
+
+
+def test_a_container_a_closure_reads_after_it_was_changed():
+    def f(c, x):
+        names = sorted(c)
+        for _ in range(2):
+            d = {k: np.sum((x - c[k]) ** 2) for k in names}  # (reads c through a cell)
+            for k in names:
+                c[k] = c[k] * 0.5 + d[k] * x
+        return sum(np.sum(c[k]) for k in names)
+
+    c = {"a": np.array([1.0, 2.0]), "b": np.array([-1.0, 0.5])}
+    x, v = np.array([0.3, -0.2]), np.array([1.0, 0.5])
+    y, dy = bytegrad.jvp(f, (copy.deepcopy(c), x), (None, v))
+    np.testing.assert_allclose(dy, fd_directional(f, [c, x], [None, v]), rtol=1e-6)
