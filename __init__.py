@@ -10,10 +10,14 @@ from .runtime.binding import KeywordGradientError
 from .runtime.computing import DepthError
 from .runtime.custom import RuleError, defrule, rule
 from .runtime.utilities import checkpoint, hook, nestlevel
+from .runtime.frules import NoForwardRuleError, frule
+from .runtime.tangents import ForwardModeError
+from .runtime.jax_api import jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
            "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
-           "hook", "checkpoint", "nestlevel"]
+           "hook", "checkpoint", "nestlevel",
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]

@@ -7,7 +7,7 @@ import importlib.util
 import os
 import sys
 
-STAGES = ("lifted", "forward", "adjoint")
+STAGES = ("lifted", "forward", "adjoint", "tangent")  # (tangent: forward mode's, `jvp`)
 
 
 def load(target: str):
@@ -36,10 +36,11 @@ def load(target: str):
 def dump(fn, stages, fmt) -> str:
     from .ir import dot, show
     from .runtime.api import stages as stages_of
-    st = stages_of(fn)
+    from .runtime.jax_api import tangent_stages
+    st = stages_of(fn) if set(stages) - {"tangent"} else None
     out = []
     for s in stages:
-        ir = getattr(st, s)
+        ir = tangent_stages(fn).tangent if s == "tangent" else getattr(st, s)
         if fmt == "dot":
             out.append(dot(ir, f"{s} {fn.__qualname__}"))
         else:
@@ -53,7 +54,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="bytegrad", description="Inspect bytegrad's transforms.")
     sub = p.add_subparsers(dest="cmd", required=True)
     ir = sub.add_parser("ir", help="IR tools").add_subparsers(dest="ircmd", required=True)
-    d = ir.add_parser("dump", help="print the lifted, forward and adjoint IR of a function")
+    d = ir.add_parser("dump", help="print the lifted, forward, adjoint and tangent IR of a function")
     d.add_argument("target", help="FILE.py:FUNC or module.path:FUNC")
     d.add_argument("--stage", choices=STAGES + ("all",), default="all")
     d.add_argument("--format", choices=("text", "dot"), default="text")

@@ -9,7 +9,12 @@ It checks, for ``f(*args, **kw)``:
   * calling the pullback twice gives the same gradients;
   * the arguments are unchanged afterwards;
   * each gradient has its argument's shape and (floating) dtype; integer and
-    boolean arguments get None.
+    boolean arguments get None;
+  * when ``f`` has a forward rule (`bytegrad.frule`): its value equals the plain
+    call's, its tangent along random directions ``v`` (all arguments at once) matches
+    the central finite difference of ``<u, f>``, and ``<u, J v>`` equals
+    ``sum_i <back(u)_i, v_i>`` (the forward and reverse rules agree), with the
+    arguments and the directions unchanged.
 Complex numbers follow the Zygote convention: the gradient of a real function of
 ``z = x + iy`` is ``∂f/∂x + i ∂f/∂y``, so directional derivatives are ``Re <g, v>``.
 """
@@ -19,7 +24,10 @@ import copy
 
 import numpy as np
 
+from .runtime import tangents
 from .runtime.api import pullback
+from .runtime.frules import frule_for
+from .runtime.jvp import jvp_call
 
 STEPS = (1e-3, 1e-4, 1e-5, 1e-6)
 
@@ -142,4 +150,33 @@ def check_rule(f, *args, kw=None, rtol=1e-5, atol=1e-7, seed=0, steps=STEPS):
         else:
             raise AssertionError(f"argument {i}: pullback gives {predicted!r} along a random "
                                  f"direction, but " + "; ".join(errors))
+    if frule_for(f) is not None:
+        _check_frule(f, args, kw, y, u, grads, rng, rtol, atol, steps)
     return grads
+
+
+def _check_frule(f, args, kw, y, u, grads, rng, rtol, atol, steps):
+    """The forward rule of ``f`` against central differences and against the pullback's
+    gradients ``grads`` for the output direction ``u`` (see the module docstring)."""
+    vs = tuple(_random_like(x, rng) for x in args)
+    kept = copy.deepcopy((args, vs))
+    with tangents.fresh():
+        y2, dy = jvp_call(f, None, vs, *args, **kw)
+    assert _same(y2, y, 1e-12), f"forward rule: value {y2!r} differs from the plain call's {y!r}"
+    assert all(_same(a, b, 0) for a, b in zip(_leaves((args, vs)), _leaves(kept)) if _is_float(a)), \
+        "forward rule: it changed an argument or a tangent"
+    if dy is not None and isinstance(y, np.ndarray):
+        assert np.shape(dy) == y.shape, f"forward rule: tangent shape {np.shape(dy)} != {y.shape}"
+    jv = _inner(u, dy)
+    back = sum(_inner(g, v) for g, v in zip(grads, vs))
+    assert abs(jv - back) <= atol + rtol * max(abs(jv), abs(back), 1.0), \
+        f"forward rule gives <u, J v> = {jv!r}, the reverse rule <J^T u, v> = {back!r}"
+    errors = []
+    for h in steps:
+        up = [_shift(x, v, h) for x, v in zip(args, vs)]
+        down = [_shift(x, v, -h) for x, v in zip(args, vs)]
+        fd = (_inner(u, f(*up, **kw)) - _inner(u, f(*down, **kw))) / (2 * h)
+        if abs(fd - jv) <= atol + rtol * max(abs(fd), abs(jv)):
+            return
+        errors.append(f"h={h:g}: finite difference {fd!r}")
+    raise AssertionError(f"forward rule gives {jv!r} along random directions, but " + "; ".join(errors))

@@ -309,8 +309,10 @@ def _value_and_gradient(f, args, wrt, kw):
     return y, g
 
 
-def value_and_grad(f, argnums=0):
-    """JAX's convention: a function returning ``(f(*args), gradient in argnums)``."""
+def value_and_grad(f, argnums=0, has_aux=False):
+    """JAX's convention: a function returning ``(f(*args), gradient in argnums)``.  With
+    ``has_aux``, ``f`` returns ``(out, aux)``: the gradient is ``out``'s, ``aux`` passes
+    through without one, and the function returns ``((out, aux), gradient)``."""
     _callable(f)
     single = isinstance(argnums, (int, np.integer))
     wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
@@ -321,18 +323,44 @@ def value_and_grad(f, argnums=0):
         pick = operator.itemgetter(*wanted)  # (a tuple of them)
     else:
         pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
+    run = _with_aux if has_aux else _value_and_gradient
 
     @functools.wraps(f)
     def vg(*args, **kw):
-        y, gs = _value_and_gradient(f, args, wanted, kw)
+        y, gs = run(f, args, wanted, kw)
         return y, _distinct(pick(gs), ()) if repeats and not single else pick(gs)
     return vg
 
 
-def grad(f, argnums=0):
-    """JAX's convention: a function returning the gradient of ``f`` in ``argnums``."""
-    vg = value_and_grad(f, argnums)
+def grad(f, argnums=0, has_aux=False):
+    """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
+    ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``."""
+    vg = value_and_grad(f, argnums, has_aux)
+    if has_aux:
+        return functools.wraps(f)(lambda *args, **kw: _swap_aux(vg(*args, **kw)))
     return functools.wraps(f)(lambda *args, **kw: vg(*args, **kw)[1])
+
+
+def _swap_aux(r):
+    (_, aux), g = r
+    return g, aux
+
+
+def _with_aux(f, args, wrt, kw):
+    """`_value_and_gradient` of ``f`` returning ``(out, aux)``: the seed reaches ``out``
+    alone."""
+    with _COMPUTING:
+        y, reverse = _pullback(f, args, wrt, kw)
+        if not (isinstance(y, (tuple, list)) and len(y) == 2):
+            raise TypeError(f"has_aux=True: {getattr(f, '__qualname__', f)!s} must return a pair "
+                            f"(output, aux), but returned a {type(y).__name__}")
+        out = y[0]
+        if isinstance(out, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
+            w = _entry(wrt, len(args))[0]
+            return y, _distinct((None,) * len(args), (), _layout(args, w)[0])
+        g = reverse(type(y)((_seed(out, f), None)))
+        del reverse
+    return y, g
 
 
 def stages(f):

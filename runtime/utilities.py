@@ -93,3 +93,37 @@ def _nested(f, /, *args, **kw):
 
 
 rule(api.pullback, api.gradient, api.value_and_gradient, api.grad, api.value_and_grad)(_nested)
+
+
+# -- forward mode: the same utilities' forward rules, and the nested calls it refuses too
+from . import jax_api  # noqa: E402  (after the rules above: it imports the API they extend)
+from .frules import frule  # noqa: E402
+from .jvp import jvp_call  # noqa: E402
+
+rule(jax_api.jvp, jax_api.vjp, jax_api.jacfwd, jax_api.jacrev)(_nested)
+
+
+@frule(api.pullback, api.gradient, api.value_and_gradient, api.grad, api.value_and_grad,
+       jax_api.jvp, jax_api.vjp, jax_api.jacfwd, jax_api.jacrev)
+def _nested_in_jvp(tangents, /, *args, **kw):
+    _nested(None)
+
+
+@frule(stop_gradient)
+def _stop_gradient_tangent(tangents, x):
+    return x, None
+
+
+@frule(hook)
+def _hook_tangent(tangents, fn, x):
+    return x, tangents[1]  # (a hook changes gradients, not tangents)
+
+
+@frule(checkpoint)
+def _checkpoint_tangent(tangents, f, /, *args):
+    return jvp_call(f, tangents[0], tangents[1:], *args)  # (no tape to save in forward mode)
+
+
+@frule(nestlevel)
+def _nestlevel_tangent(tangents):
+    return nestlevel(), None

@@ -36,6 +36,9 @@ class Activity(set):
         # calls of code known only at run time given nothing that carries a gradient: the
         # code may still read one, through a global, from an object changed in place
         self.reading = set()
+        # the variables whose object may be changed in place (see `_Hazards`), and the
+        # classes of variables that may share objects (`_Aliases`)
+        self.hazard, self.aliases = set(), None
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
@@ -65,7 +68,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     owner = {v: (st.args[0],) for _, v, st in ir.statements()  # a method's object
              if st.fn is getattr and (isinstance(st.args[0], Var)
                                       or isinstance(st.args[0], Global) and changeable(st.args[0]))}
-    hazard = _Hazards(ir, owner, changeable, scalars(ir, scalar_kind))  # may be changed by an active call: its uses are active
+    hazard = active.hazard = _Hazards(ir, owner, changeable, scalars(ir, scalar_kind))  # may be changed by an active call: its uses are active
     strong = lambda x: x in active and x not in soft
 
     def reach(v, weak):
@@ -80,7 +83,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
             return True
         return False
 
-    aliases = _Aliases(hazard)
+    aliases = active.aliases = _Aliases(hazard)
     changed = True
     while changed:
         changed = False

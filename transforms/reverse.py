@@ -44,15 +44,21 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     ``wrt`` lists the entry arguments (0 is the function itself) whose gradients
     are wanted; by default all.
     """
+    primal, active, h = prepare(lifted, hooks, globals_, wrt)
+    fwd = simplify(register(primal, active, h))
+    adj = adjoint(primal, active, h)
+    return Stages(lifted, primal, fwd, adj)
+
+
+def prepare(lifted, hooks, globals_=None, wrt=None):
+    """``(primal, active, resolving hooks)``: what every AD pass starts from (see `transform`)."""
     primal = unify_returns(lifted)
     if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
         primal = resolve_modules(primal, globals_.attribute)
     h = _Resolving(hooks, globals_)
     active = activity(primal, h.nondiff, hooks.effectful, wrt, h.changeable, h.changing,
                       h.scalar_kind, h.settled, h.python_code)
-    fwd = simplify(register(primal, active, h))
-    adj = adjoint(primal, active, h)
-    return Stages(lifted, primal, fwd, adj)
+    return primal, active, h
 
 
 class _Resolving:

@@ -299,7 +299,9 @@ def fd(f, args, i, h):
     return (f(*a) - f(*b)) / (2 * h)
 
 
-def check_program(data, use_math):
+def draw_program(data, use_math):
+    """``(src, f, args, y, same)``: a program, a point away from its kinks where its value
+    ``y`` is finite, and ``same(moved)``, whether a moved point takes the same branches."""
     src, inst_src, nargs = data.draw(programs(use_math))
     note(src)
     f, _ = compile_program(src, "plain")
@@ -312,16 +314,22 @@ def check_program(data, use_math):
     except (OverflowError, ZeroDivisionError):
         assume(False)
     assume(math.isfinite(y) and abs(y) < 1e4)
-    # stay away from kinks: same decisions at x ± step in every argument
     base, margin, y2 = decisions(inst_ns, finst, args)
     assert y2 == y
     assume(margin > 1e-3)
+    return src, f, args, y, lambda moved: decisions(inst_ns, finst, moved)[0] == base
+
+
+def check_program(data, use_math):
+    src, f, args, y, same = draw_program(data, use_math)
+    nargs = len(args)
+    # stay away from kinks: same decisions at x ± step in every argument
     step = 1e-4
     for i in range(nargs):
         for s in (step, -step):
             moved = list(args)
             moved[i] += s
-            assume(decisions(inst_ns, finst, moved)[0] == base)
+            assume(same(moved))
 
     value, grads = bytegrad.value_and_gradient(f, *args)
     assert value == y, f"bytegrad's primal value {value!r} differs from {y!r}"

@@ -1,0 +1,644 @@
+"""Forward rules of containers, objects, cells, iteration and changes in place.
+
+A container's tangent is a container of its items' tangents (None when all are
+zero), an object's a dict of its fields' tangents.  A write (``x[k] = v``,
+``obj.a = v``, ``xs.append(v)``) changes the object's tangent in the tangent shadow
+(`runtime.tangents`), which every later read of the object consults; a cell's
+tangent is kept there too.  A change in place without a forward rule here raises
+`NoForwardRuleError` naming it, when a nonzero tangent meets it.
+
+    >>> from bytegrad.ir import ops
+    >>> from bytegrad.runtime.frules import FRULES
+    >>> FRULES[ops.build_tuple]((1.0, None), 2.0, 3)
+    ((2.0, 3), (1.0, None))
+    >>> FRULES[operator.getitem](((1.0, None), None), (2.0, 3), 0)
+    (2.0, 1.0)
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import operator
+import types
+
+from ._frozen import np
+
+from ..ir import ops
+from ..runtime.errors import user_frame, user_location
+from ..runtime.frules import frule
+from ..runtime.jvp import jvp_call, jvp_call_kw
+from ..runtime.tangents import ForwardModeError, current
+from ._tangent import consume, items, none_if_zero, seq
+from .containers import IndexIter, _class_attribute
+
+# -- building and reading -----------------------------------------------------------
+
+
+def _keyword_tangents(fr):
+    fr.keyword_tangents = True
+    return fr
+
+
+def _split(ts, n):
+    """The positional tangents of a call with ``n`` positional arguments, and the dict of
+    its keywords' tangents (`_keyword_tangents`)."""
+    return ts[:n], (ts[n] if len(ts) > n else None) or {}
+
+
+
+@frule(ops.build_tuple)
+def _build_tuple(ts, *xs):
+    return xs, none_if_zero(ts)
+
+
+@frule(ops.build_list)
+def _build_list(ts, *xs):
+    return list(xs), none_if_zero(list(ts))
+
+
+@frule(ops.list_to_tuple)
+def _list_to_tuple(ts, xs):
+    return tuple(xs), None if ts[0] is None else tuple(ts[0])
+
+
+@frule(ops.build_dict)
+def _build_dict(ts, *kv):
+    d = ops.build_dict(*kv)
+    return d, none_if_zero(dict(zip(kv[::2], ts[1::2]))) if any(t is not None for t in ts[1::2]) else None
+
+
+@frule(ops.identity)
+def _identity(ts, x):
+    return x, ts[0]
+
+
+def _item(x, dx, k):
+    """The tangent of ``x[k]`` read from ``dx``, the tangent of ``x``."""
+    if dx is None:
+        return None
+    if isinstance(dx, dict):
+        return dx.get(k)
+    return dx[k]
+
+
+def _read(y, dy):
+    """The tangent ``dy`` of a value read out of an object, or the shadow's for ``y`` when
+    ``y`` was changed in place after the object's tangent was made (a read is called
+    directly, without `jvp_call`'s look at the shadow, where nothing here changes)."""
+    sh = current()
+    return sh.refresh(y, dy) if sh.entries else dy
+
+
+@frule(operator.getitem)
+def _getitem(ts, x, k):
+    t = type(x)
+    if t is np.ndarray:  # (the usual case, first)
+        y, d = x[k], ts[0]
+        return y, None if d is None else _read(y, d[k])
+    m = getattr(t, "__getitem__", None)
+    if type(m) is types.FunctionType:  # (also of a subclass of dict or list)
+        return jvp_call(m, None, ts, x, k)
+    if t is np.ndarray or t is list or t is tuple or t is dict or isinstance(x, (tuple, dict)):
+        y = x[k]
+        return y, _read(y, _item(x, ts[0], k))
+    return x[k], None
+
+
+@frule(ops.unpack)
+def _unpack(ts, xs, n):
+    if type(xs) is IndexIter:  # (a, b = map(...))
+        v, d = consume(xs, ts[0])
+        return ops.unpack(v, n), None if d is None else tuple(d)
+    y = ops.unpack(xs, n)
+    d = ts[0]
+    if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
+        return y, None
+    return y, tuple(d[i] for i in range(n))
+
+
+@frule(ops.unpack_ex)
+def _unpack_ex(ts, xs, before, after):
+    y = ops.unpack_ex(xs, before, after)
+    d = ts[0]
+    if d is None:
+        return y, None
+    d = list(d)
+    return y, tuple(d[:before]) + (d[before:len(d) - after],) + tuple(d[len(d) - after:])
+
+
+# -- iteration: a sequence's iterator knows its position (as in the reverse rules) ---------
+
+
+@frule(iter)
+def _iter(ts, xs, *sentinel):
+    if not sentinel and ts[0] is not None and type(xs) in (list, tuple, np.ndarray):
+        return IndexIter(xs), ts[0]
+    if type(xs) is IndexIter:  # (map's, filter's: the iterator itself, its tangent too)
+        return xs, ts[0]
+    return iter(xs, *sentinel), None
+
+
+@frule(ops.iterate)
+def _iterate(ts, xs, state):
+    if type(state) is not IndexIter:
+        return ops.iterate(xs, state), None
+    i = state.i
+    r = ops.iterate(xs, state)
+    d = current().refresh(state.xs, ts[1])  # (the sequence may have been changed since iter)
+    if r is None or d is None:
+        return r, None
+    return r, (d[i], d)
+
+
+@frule(next)
+def _next(ts, it, *default):
+    d = current().refresh(it.xs, ts[0]) if type(it) is IndexIter else None
+    if d is not None and it.i < len(it.xs):
+        i = it.i
+        return next(it), d[i]
+    y = next(it, *default)
+    return y, ts[1] if default and y is default[0] else None
+
+
+@frule(zip)
+def _zip(ts, *xss):
+    taken = [consume(xs, d) for xs, d in zip(xss, ts)]
+    y = list(zip(*(v for v, _ in taken)))
+    if all(d is None for _, d in taken):
+        return y, None
+    return y, [tuple(row) for row in zip(*(d or [None] * len(v) for v, d in taken))]
+
+
+@frule(enumerate)
+def _enumerate(ts, xs, start=0):
+    v, d = consume(xs, ts[0])
+    return list(enumerate(v, start)), None if d is None else [(None, di) for di in d]
+
+
+@frule(reversed)
+def _reversed(ts, xs):
+    return list(reversed(xs)), None if ts[0] is None else seq(ts[0], xs)[::-1]
+
+
+@frule(dict.items)
+def _items(ts, d):
+    y = list(d.items())
+    return y, None if ts[0] is None else [(None, ts[0].get(k)) for k in d]
+
+
+@frule(dict.values)
+def _values(ts, d):
+    y = list(d.values())
+    return y, None if ts[0] is None else [ts[0].get(k) for k in d]
+
+
+@frule(dict.get)
+def _get(ts, d, k, default=None):
+    if k in d:
+        return d[k], _item(d, ts[0], k)
+    return default, ts[2] if len(ts) > 2 else None
+
+
+def _constructor(kind):
+    @frule(kind)
+    def fr(ts, *xs):
+        if not xs:
+            return kind(), None
+        v, d = consume(xs[0], ts[0])
+        return kind(v), None if d is None else kind(d)
+    return fr
+
+
+_constructor(list)
+_constructor(tuple)
+
+
+@frule(dict)
+@_keyword_tangents
+def _dict(ts, *args, **kw):
+    y = dict(*args, **kw)
+    (*dargs,), dkw = _split(ts, len(args))
+    d = dargs[0] if dargs else None
+    out = {}
+    if d is not None and isinstance(args[0], dict):
+        out.update(d)
+    elif d is not None:  # pairs
+        out.update((k, None if dv is None else dv[1]) for (k, _), dv in zip(args[0], seq(d, args[0])))
+    out.update(dkw)
+    return y, none_if_zero(out) if out else None
+
+
+# -- objects ------------------------------------------------------------------------
+
+
+@frule(getattr)
+def _getattr(ts, x, name, *default):
+    if default:  # the default when x lacks the attribute (read once), else as without one
+        y = getattr(x, name, _MISSING)
+        return (default[0], ts[2]) if y is _MISSING else _getattr(ts[:2], x, name)
+    dx = ts[0]
+    prop = _class_attribute(x, name)
+    if isinstance(prop, property):
+        return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)
+    if isinstance(prop, functools.cached_property):
+        fields = vars(x)
+        if name not in fields:
+            y, dy = jvp_call(prop.func, None, (dx,), x)
+            fields.setdefault(name, y)
+            if dy is not None:
+                current().writable(x, dx, f"cached property {name!r}")[name] = dy
+            return y, dy
+    fields = getattr(x, "__dict__", None)
+    if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
+            and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+        return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
+    y = getattr(x, name, *default)
+    if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
+        sh = current()
+        t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
+        sh.set_tangent(fields, t)
+        return y, t
+    if dx is None:
+        return y, None
+    owner = getattr(y, "__self__", None)
+    if owner is x or type(x) is super and owner is x.__self__:
+        return y, dx  # a bound method: its tangent is its object's
+    return y, _read(y, _attribute(x, dx, name))
+
+
+_MISSING = object()
+
+
+def _attribute(x, dx, name):
+    """The tangent of ``x.name`` read from ``dx``, the tangent of ``x``."""
+    if isinstance(dx, dict):
+        return dx.get(name)
+    if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
+        return dx[x._fields.index(name)]
+    if name in ("real", "imag", "T", "mT"):
+        return np.real(dx) if name == "real" else np.imag(dx) if name == "imag" else \
+            dx.T if name == "T" else np.swapaxes(dx, -1, -2)
+    return None  # (shape, dtype, size: no tangent)
+
+
+@frule(setattr)
+def _setattr(ts, obj, name, v):
+    prop = _class_attribute(obj, name)
+    if isinstance(prop, property) and prop.fset is not None:
+        jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
+        return None, None
+    setattr(obj, name, v)
+    if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
+    return None, None
+
+
+@frule(delattr)
+def _delattr(ts, obj, name):
+    delattr(obj, name)
+    if ts[0] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'del {type(obj).__name__}.{name}'").pop(name, None)
+    return None, None
+
+
+@frule(tuple.__new__)
+def _tuple_new(ts, cls, *xs):
+    y = tuple.__new__(cls, *xs)
+    if not xs or ts[1] is None:
+        return y, None
+    return y, tuple(items(ts[1], len(y)))
+
+
+def _copying(f):
+    """A copy's tangent is its original's: tangents may be shared, since the first write
+    to either object gives it a tangent of its own (`TangentShadow.writable`)."""
+    @frule(f)
+    def fr(ts, x, *memo):
+        return f(x, *memo), ts[0]
+    return fr
+
+
+for _f in (copy.copy, copy.deepcopy, list.copy, dict.copy):
+    _copying(_f)
+
+
+# -- writes into containers ----------------------------------------------------------
+
+
+@frule(operator.setitem)
+def _setitem(ts, x, k, v):
+    t = type(x)
+    if t is not np.ndarray and t is not list and t is not dict:
+        m = getattr(t, "__setitem__", None)
+        if type(m) is types.FunctionType:
+            return jvp_call(m, None, ts, x, k, v)
+        x[k] = v
+        if ts[2] is not None:
+            raise _unsupported(f"'{t.__name__}[...] = value'")
+        return None, None
+    dv, sh = ts[2], current()
+    if dv is None and ts[0] is None and id(x) not in sh.entries and not (t is np.ndarray and sh.entries):
+        x[k] = v
+        return None, None
+    d = sh.writable(x, ts[0], f"'{t.__name__}[...] = value'")  # (before the list may grow)
+    x[k] = v
+    if d is None:  # (an integer array)
+        return None, None
+    if t is np.ndarray:
+        d[k] = 0.0 if dv is None else dv
+    elif t is list and type(k) is slice:
+        d[k] = seq(dv, v)
+    else:
+        d[k] = dv
+    return None, None
+
+
+@frule(operator.delitem)
+def _delitem(ts, x, k):
+    del x[k]
+    sh = current()
+    if ts[0] is not None or id(x) in sh.entries:
+        d = sh.writable(x, ts[0], f"'del {type(x).__name__}[...]'")
+        if isinstance(d, dict):
+            d.pop(k, None)
+        else:
+            del d[k]
+    return None, None
+
+
+def _list_method(m, change):
+    """The forward rule of list method ``m``: ``change(tangents, xs, d, *args)`` does to
+    ``d``, the list's tangent, what ``m`` did to the list; it returns the result's tangent."""
+    @frule(m)
+    def fr(ts, xs, *args):
+        sh = current()
+        if all(t is None for t in ts) and id(xs) not in sh.entries:
+            return m(xs, *args), None
+        if not isinstance(xs, list):
+            raise _unsupported(f"'{type(xs).__name__}.{m.__name__}'")
+        before = list(xs) if m is list.remove else None
+        d = sh.writable(xs, ts[0], f"'list.{m.__name__}'")  # (as the list is before the change)
+        y = m(xs, *args)
+        return y, change(ts, xs, d, *args, before=before)
+    return fr
+
+
+_list_method(list.append, lambda ts, xs, d, x, before: d.append(ts[1]))
+_list_method(list.extend, lambda ts, xs, d, ys, before: d.extend(seq(ts[1], xs[len(d):])))
+_list_method(list.insert, lambda ts, xs, d, i, x, before: d.insert(i, ts[2]))
+_list_method(list.pop, lambda ts, xs, d, *i, before: d.pop(*i))
+_list_method(list.reverse, lambda ts, xs, d, before: d.reverse())
+_list_method(list.remove, lambda ts, xs, d, x, before: d.pop(before.index(x)))
+
+
+@frule(ops.list_append)
+def _comprehension_append(ts, xs, x):
+    # the list of a comprehension, fresh and its tangent too: both change in place
+    xs.append(x)
+    d = ts[0]
+    if d is None and ts[1] is None:
+        return xs, None
+    if d is None:
+        d = [None] * (len(xs) - 1)
+    d.append(ts[1])
+    return xs, d
+
+
+@frule(ops.list_extend)
+def _comprehension_extend(ts, xs, ys):
+    n = len(xs)
+    v, dv = consume(ys, ts[1])
+    ops.list_extend(xs, v)
+    if ts[0] is None and dv is None:
+        return xs, None
+    d = ts[0] if ts[0] is not None else [None] * n
+    d.extend(dv or [None] * len(v))
+    return xs, d
+
+
+@frule(ops.map_add)
+def _map_add(ts, m, k, v):
+    ops.map_add(m, k, v)
+    if ts[0] is None and ts[2] is None:
+        return m, None
+    d = ts[0] if ts[0] is not None else {}
+    d[k] = ts[2]
+    return m, d
+
+
+def _merging(merge):
+    """``{**a, **b}`` and ``f(**a, **b)``: the dict built is fresh, its tangent too."""
+    @frule(merge)
+    def fr(ts, d, m):
+        merge(d, m)
+        if ts[0] is None and ts[1] is None:
+            return d, None
+        out = ts[0] if ts[0] is not None else {}
+        out.update(ts[1] or {})
+        return d, out
+    return fr
+
+
+_merging(ops.dict_update)
+_merging(ops.dict_merge)
+
+
+@frule(dict.update)
+@_keyword_tangents
+def _update(ts, d, *other, **kw):
+    (dd, *dother), dkw = _split(ts, 1 + len(other))
+    sh = current()
+    if dd is None and all(t is None for t in dother) and not any(dkw.values()) and id(d) not in sh.entries:
+        d.update(*other, **kw)
+        return None, None
+    new = dict(*other, **kw)
+    t = sh.writable(d, dd, "'dict.update'")
+    d.update(new)
+    src = dict(_dict((dother[0],), other[0])[1] or {}) if other and dother[0] is not None else {}
+    src.update(dkw)
+    for k in new:
+        t[k] = src.get(k)
+    return None, None
+
+
+@frule(ops.apply)
+def _apply(ts, f, args, kwargs=None):
+    """``f(*args, **kwargs)``: the call with the tangents of the items."""
+    if type(args) is not tuple:  # (f(*map(...)))
+        args, d = consume(args, ts[1])
+        args, ts = tuple(args), (ts[0], d) + tuple(ts[2:])
+    dargs = tuple(seq(ts[1], args)) if ts[1] is not None else (None,) * len(args)
+    dkw = ts[2] if len(ts) > 2 and ts[2] is not None else None
+    return jvp_call_kw(f, ts[0], dargs, dkw, *args, **(kwargs or {}))
+
+
+@frule(functools.partial)
+@_keyword_tangents
+def _partial(ts, f, *args, **kw):
+    (df, *dargs), dkw = _split(ts, 1 + len(args))
+    y = functools.partial(f, *args, **kw)
+    if type(f) is functools.partial and y.func is f.func:  # (flattened: f's parts come first)
+        inner = df if isinstance(df, dict) else {}
+        df = inner.get("func")
+        dargs = list(inner.get("args") or (None,) * len(f.args)) + dargs
+        dkw = {**(inner.get("keywords") or {}), **dkw}
+    return y, none_if_zero({"func": df, "args": none_if_zero(tuple(dargs)), "keywords": none_if_zero(dkw)}) \
+        if df is not None or any(d is not None for d in dargs) or any(dkw.values()) else None
+
+
+@frule(dict.pop)
+def _dict_pop(ts, d, k, *default):
+    sh = current()
+    if k not in d or ts[0] is None and id(d) not in sh.entries:
+        return d.pop(k, *default), (ts[2] if k not in d and default else None)
+    y = d.pop(k)
+    return y, sh.writable(d, ts[0], "'dict.pop'").pop(k, None)
+
+
+@frule(dict.setdefault)
+def _setdefault(ts, d, k, default=None):
+    if k in d:
+        return d[k], _item(d, ts[0], k)
+    dv = ts[2] if len(ts) > 2 else None
+    _setitem((ts[0], None, dv), d, k, default)
+    return default, dv
+
+
+# -- cells and functions -------------------------------------------------------------
+
+
+@frule(ops.make_cell)
+def _make_cell(ts, *value):
+    cell = ops.make_cell(*value)
+    if value and ts[0] is not None:
+        current().cells[id(cell)] = (cell, ts[0])
+    return cell, None
+
+
+@frule(ops.cell_get)
+def _cell_get(ts, cell, name="?", *own):
+    y = ops.cell_get(cell, name, *own)
+    e = current().cells.get(id(cell))
+    return y, _read(y, e[1] if e is not None and e[0] is cell else None)
+
+
+@frule(ops.cell_set)
+def _cell_set(ts, cell, value):
+    ops.cell_set(cell, value)
+    cells = current().cells
+    if ts[1] is not None:
+        cells[id(cell)] = (cell, ts[1])
+    else:
+        cells.pop(id(cell), None)
+    return None, None
+
+
+@frule(ops.make_function)
+def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
+    fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)
+    dd, dk = (ts + (None,) * 4)[2:4]
+    if dd is not None or dk is not None:
+        current().defaults[id(fn)] = (fn, dd, dk)
+    return fn, None
+
+
+def _unsupported(what, fix="; do the change on a list, dict or array, or give the method a "
+                            "forward rule (bytegrad.frule)"):
+    file, line = user_location()
+    return ForwardModeError(f"{file}:{line}: forward mode (jvp) does not follow {what} with a "
+                            f"nonzero tangent yet{fix}")
+
+
+# -- more changes in place, and the higher-order builtins ---------------------------------
+
+
+@frule(dict.clear, list.clear)
+def _clear(ts, x):
+    sh = current()
+    if ts[0] is not None or id(x) in sh.entries:
+        sh.writable(x, ts[0], f"'{type(x).__name__}.clear'").clear()
+    x.clear()
+    return None, None
+
+
+@frule(dict.popitem)
+def _popitem(ts, d):
+    sh = current()
+    if ts[0] is None and id(d) not in sh.entries:
+        return d.popitem(), None
+    t = sh.writable(d, ts[0], "'dict.popitem'")
+    k, v = d.popitem()
+    return (k, v), none_if_zero((None, t.pop(k, None)))
+
+
+def _order(xs, key, reverse, ds=None):
+    """The positions of ``xs`` in sorted order; ``key`` runs in forward mode (what it
+    stores into objects carries tangents; the keys themselves order, with none)."""
+    keys = xs if key is None else [jvp_call(key, None, (d,), x)[0] for x, d in zip(xs, ds or [None] * len(xs))]
+    return sorted(range(len(xs)), key=keys.__getitem__, reverse=reverse)
+
+
+@frule(list.sort)
+def _sort(ts, xs, *, key=None, reverse=False):
+    sh = current()
+    if ts[0] is None and id(xs) not in sh.entries:
+        return xs.sort(key=key, reverse=reverse), None
+    t = sh.writable(xs, ts[0], "'list.sort'")
+    order = _order(list(xs), key, reverse)
+    xs[:] = [xs[i] for i in order]  # (the order sort makes: stable, as Python's)
+    t[:] = [t[i] for i in order]
+    return None, None
+
+
+@frule(sorted)
+def _sorted(ts, xs, *, key=None, reverse=False):
+    v, d = consume(xs, ts[0])
+    order = _order(v, key, reverse, d)
+    return [v[i] for i in order], None if d is None else [d[i] for i in order]
+
+
+@frule(map)
+def _map(ts, f, *xss):
+    taken = [consume(xs, d) for xs, d in zip(xss, ts[1:])]
+    rows = [v for v, _ in taken]
+    cols = [d or [None] * len(v) for v, d in taken]
+    ys, dys = [], []
+    for args, dargs in zip(zip(*rows), zip(*cols)):
+        y, dy = jvp_call(f, ts[0], dargs, *args)
+        ys.append(y)
+        dys.append(dy)
+    return IndexIter(ys), none_if_zero(dys)
+
+
+@frule(filter)
+def _filter(ts, f, xs):
+    v, d = consume(xs, ts[1])
+    d = d or [None] * len(v)
+    keep = [i for i, (x, dx) in enumerate(zip(v, d)) if (bool(x) if f is None else jvp_call(f, ts[0], (dx,), x)[0])]
+    return IndexIter([v[i] for i in keep]), none_if_zero([d[i] for i in keep])
+
+
+@frule(super)
+def _super(ts, *args):
+    return super(*args), ts[1] if len(ts) > 1 else None  # (an attribute read through it is self's)
+
+
+@frule(object.__setattr__)
+def _object_setattr(ts, obj, name, v):
+    object.__setattr__(obj, name, v)
+    if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
+        current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
+    return None, None
+
+
+def _set_maker(make):
+    @frule(make)
+    def fr(ts, *xs):
+        if any(t is not None for t in ts):
+            raise _unsupported(f"a set of differentiable values ({make.__name__})", "; use a list or tuple")
+        return make(*xs), None
+    return fr
+
+
+for _make in (ops.build_set, set, frozenset):
+    _set_maker(_make)

@@ -1,0 +1,294 @@
+"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`.
+
+Arguments and results may be pytrees: tuples, lists and dicts (nested) of numbers
+and arrays.  A Jacobian has, for each leaf of the output, the input's structure, each
+leaf of which is an array of shape ``out_leaf.shape + in_leaf.shape`` (JAX's layout):
+``jacrev(f)(x)`` for ``x`` of shape (n,) and ``f(x)`` of shape (m,) is (m, n).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from ..ir.ir import full_name
+from . import shadow, tangents as shadows
+from .api import _callable, pullback
+from .computing import computing
+from .jvp import compiled_tangent, jvp_call
+
+_COMPUTING = computing()
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), J tangents)``: the value and the directional derivative of ``f``
+    along ``tangents`` (one per positional argument, structured like it; None is zero),
+    computed in one forward pass of ``f``'s tangent code.  The tangent of a float or
+    array result is a number or array (zero where nothing reached it); of an integer,
+    None."""
+    _callable(f)
+    primals, tangents = _pairs(primals, tangents)
+    # (a reverse rule a derived forward rule calls records into a shadow of its own)
+    with _COMPUTING, shadows.fresh() as sh, shadow.fresh():
+        y, dy = jvp_call(f, None, tangents, *primals)
+        dy = sh.refresh(y, dy)
+    return y, _dense(dy, y, _held(primals, tangents))
+
+
+def _pairs(primals, tangents):
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp(f, primals, tangents) takes primals and tangents as tuples, one entry "
+                        f"per positional argument of f: jvp(f, (x,), (dx,)), not jvp(f, "
+                        f"{type(primals).__name__}, {type(tangents).__name__})")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals and {len(tangents)} tangents: give one "
+                         f"tangent per primal (None for a zero tangent)")
+    return tuple(primals), tuple(_checked(p, t, f"tangents[{i}]") for i, (p, t) in
+                                 enumerate(zip(primals, tangents)))
+
+
+def _checked(p, t, where):
+    """``t`` as the tangent of ``p`` (lists of numbers for an array become an array); an
+    error naming ``where`` if it does not fit."""
+    if t is None:
+        return None
+    if isinstance(p, np.ndarray):
+        if p.dtype.kind not in "fc":
+            return _no_tangent(t, where, p)
+        t = np.asarray(t)
+        if t.shape != p.shape:
+            raise ValueError(f"{where} has shape {t.shape} but its primal has shape {p.shape}")
+        return t if np.iscomplexobj(t) or p.dtype.kind == "c" else t.astype(p.dtype, copy=False)
+    if isinstance(p, (bool, int, np.integer, np.bool_, str)):
+        return _no_tangent(t, where, p)
+    if isinstance(p, (float, complex, np.inexact)):
+        if np.ndim(t) != 0:
+            raise ValueError(f"{where} has shape {np.shape(t)} but its primal is a number")
+        return t
+    if isinstance(p, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(p):
+            raise ValueError(f"{where} must be a tuple or list of {len(p)} tangents, like its primal")
+        return type(t)(_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t)))
+    if isinstance(p, dict):
+        if not isinstance(t, dict) or not t.keys() <= p.keys():
+            raise ValueError(f"{where} must be a dict with keys among its primal's {list(p)}")
+        return {k: _checked(p[k], v, f"{where}[{k!r}]") for k, v in t.items()}
+    if isinstance(t, dict) and hasattr(p, "__dict__"):  # an object: the tangents of its fields
+        return {k: _checked(getattr(p, k), v, f"{where}.{k}") for k, v in t.items()}
+    raise TypeError(f"{where}: a tangent of a {type(p).__name__} must be None, or a dict of "
+                    f"tangents of its fields")
+
+
+def _no_tangent(t, where, p):
+    if np.all(np.asarray(t) == 0):
+        return None
+    raise TypeError(f"{where}: its primal {type(p).__name__} is not differentiable (integers, "
+                    f"booleans, strings); pass None as its tangent")
+
+
+def _held(*trees):
+    """The ids of the arrays (and their roots) the caller holds."""
+    out = set()
+    for leaf in _leaves(trees):
+        if isinstance(leaf, np.ndarray):
+            out.add(id(leaf))
+            if isinstance(leaf.base, np.ndarray):
+                out.add(id(leaf.base))
+    return out
+
+
+def _dense(dy, y, held):
+    """The tangent ``dy`` of ``y`` with zero tangents of floats and arrays materialised and
+    every array the caller's to change: not one of ``held``, writable."""
+    if isinstance(y, (tuple, list)):
+        ds = dy if isinstance(dy, (tuple, list)) else (None,) * len(y)
+        out = [_dense(d, v, held) for d, v in zip(ds, y)]
+        return out if type(y) is list else type(y)(*out) if hasattr(y, "_fields") else tuple(out)
+    if isinstance(y, dict):
+        dd = dy if isinstance(dy, dict) else {}
+        return {k: _dense(dd.get(k), v, held) for k, v in y.items()}
+    if dy is None:
+        if isinstance(y, np.ndarray):
+            return np.zeros(y.shape, y.dtype) if y.dtype.kind in "fc" else None
+        return type(y)(0) if isinstance(y, (float, complex, np.inexact)) else None
+    if isinstance(dy, np.ndarray):
+        if isinstance(y, np.ndarray) and dy.shape != y.shape:
+            dy = np.broadcast_to(dy, y.shape)
+        base = dy.base if isinstance(dy.base, np.ndarray) else dy
+        if id(dy) in held or id(base) in held or not dy.flags.writeable or dy.base is not None:
+            return np.array(dy)
+    return dy
+
+
+# -- pytrees --------------------------------------------------------------------------
+
+def _leaves(x):
+    if isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _leaves(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _leaves(v)
+    else:
+        yield x
+
+
+def _rebuild(like, leaves):
+    """A tree shaped like ``like`` with ``leaves`` (an iterator) in its leaves' places."""
+    if isinstance(like, (tuple, list)):
+        out = [_rebuild(v, leaves) for v in like]
+        return out if type(like) is list else type(like)(*out) if hasattr(like, "_fields") else tuple(out)
+    if isinstance(like, dict):
+        return {k: _rebuild(v, leaves) for k, v in like.items()}
+    return next(leaves)
+
+
+def _float_leaf(x, what):
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fc" or isinstance(x, (float, complex, np.inexact)):
+        return np.asarray(x)
+    raise TypeError(f"{what} needs float inputs and outputs (numbers or float arrays, in tuples, "
+                    f"lists or dicts), got a {type(x).__name__}")
+
+
+def _argnums(argnums, n):
+    single = isinstance(argnums, (int, np.integer))
+    nums = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
+    bad = [i for i in nums if not -n <= i < n]
+    if bad:
+        raise IndexError(f"argnums {bad[0]} is out of range for a call with {n} positional arguments")
+    return single, tuple(i % n for i in nums)
+
+
+def _jacobian(ins, outs):
+    """Empty Jacobian blocks, one per output leaf and input leaf, laid out as JAX does."""
+    return [[np.empty(o.shape + i.shape, np.result_type(o, i, float)) for i in ins] for o in outs]
+
+
+def _inputs(args, argnums, what):
+    """``(single, nums, x, leaves)``: the arguments differentiated, as one value or a
+    tuple, and their leaves as arrays."""
+    single, nums = _argnums(argnums, len(args))
+    x = args[nums[0]] if single else tuple(args[i] for i in nums)
+    return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """JAX's ``jacfwd``: the Jacobian of ``f`` in ``argnums`` by forward mode, one `jvp`
+    per element of the inputs."""
+    _callable(f)
+
+    @functools.wraps(f)
+    def jac(*args):
+        single, nums, x, ins = _inputs(args, argnums, "jacfwd")
+        y = aux = None
+        cols = []
+        for j, leaf in enumerate(ins):
+            for k in range(leaf.size):
+                e = iter(_basis(ins, j, k))
+                tx = _rebuild(x, e)
+                ts = [None] * len(args)
+                for n, i in enumerate(nums):
+                    ts[i] = tx if single else tx[n]
+                y, dy = jvp(f, args, ts)
+                cols.append(list(_leaves(dy[0] if has_aux else dy)))
+        if y is None:  # (no input elements: one plain call for the output's shape)
+            y = f(*args)
+        if has_aux:
+            y, aux = y
+        outs = [_float_leaf(v, "jacfwd") for v in _leaves(y)]
+        J = _jacobian(ins, outs)
+        at = 0
+        for j, leaf in enumerate(ins):
+            for k in range(leaf.size):
+                for o, d in enumerate(cols[at]):
+                    J[o][j].reshape(outs[o].shape + (-1,))[..., k] = d
+                at += 1
+        out = _assemble(J, y, x, single)
+        return (out, aux) if has_aux else out
+    return jac
+
+
+def _basis(ins, j, k):
+    """Tangent leaves: zero (None) except element ``k`` of leaf ``j``, which is one."""
+    for n, leaf in enumerate(ins):
+        if n != j:
+            yield None
+            continue
+        e = np.zeros(leaf.shape, leaf.dtype)
+        e.reshape(-1)[k] = 1
+        yield e if leaf.ndim else e[()]
+
+
+def _assemble(J, y, x, single):
+    """The Jacobian blocks ``J[out leaf][in leaf]`` as a tree: the output's structure, each
+    leaf holding the input's structure."""
+    rows = iter(J)
+    return _rebuild(y, (_rebuild(x, iter(block[()] if block.ndim == 0 else block for block in row))
+                        for row in rows))
+
+
+def jacrev(f, argnums=0, has_aux=False):
+    """JAX's ``jacrev``: the Jacobian of ``f`` in ``argnums`` by reverse mode, one forward
+    pass and one pullback per element of the output."""
+    _callable(f)
+
+    @functools.wraps(f)
+    def jac(*args):
+        single, nums, x, ins = _inputs(args, argnums, "jacrev")
+        y, back = pullback(f, *args, wrt=nums)
+        y0, aux = y, None  # (with has_aux, the pair whose first part gets the seed)
+        if has_aux:
+            y, aux = _aux_pair(y, f)
+        outs = [_float_leaf(v, "jacrev") for v in _leaves(y)]
+        J = _jacobian(ins, outs)
+        for o, leaf in enumerate(outs):
+            for k in range(leaf.size):
+                seed = _rebuild(y, iter(_basis(outs, o, k)))
+                g = back(type(y0)((seed, None)) if has_aux else seed)
+                gx = g[nums[0]] if single else tuple(g[i] for i in nums)
+                for j, d in enumerate(_grad_leaves(gx, x)):
+                    J[o][j].reshape((-1,) + ins[j].shape)[k] = 0 if d is None else np.conj(d)
+        out = _assemble(J, y, x, single)
+        return (out, aux) if has_aux else out
+    return jac
+
+
+def _grad_leaves(g, like):
+    """The leaves of gradient ``g`` in the places of ``like``'s leaves (None for zero)."""
+    if isinstance(like, (tuple, list)):
+        gs = g if isinstance(g, (tuple, list)) else (None,) * len(like)
+        for a, b in zip(gs, like):
+            yield from _grad_leaves(a, b)
+    elif isinstance(like, dict):
+        gd = g if isinstance(g, dict) else {}
+        for k, v in like.items():
+            yield from _grad_leaves(gd.get(k), v)
+    else:
+        yield g
+
+
+jacobian = jacrev
+
+
+def vjp(f, *primals, has_aux=False):
+    """JAX's ``vjp``: ``(f(*primals), vjp_fn)``, where ``vjp_fn(ct)`` returns a tuple of
+    cotangents, one per primal (None where none reached it); with ``has_aux``, ``f``
+    returns ``(out, aux)`` and vjp returns ``(out, vjp_fn, aux)``."""
+    y, back = pullback(f, *primals)
+    if not has_aux:
+        return y, back
+    out, aux = _aux_pair(y, f)
+    return out, (lambda ct: back(type(y)((ct, None)))), aux
+
+
+def _aux_pair(y, f):
+    if not (isinstance(y, (tuple, list)) and len(y) == 2):
+        raise TypeError(f"has_aux=True: {full_name(f)} must return a pair (output, aux), but "
+                        f"returned a {type(y).__name__}")
+    return y[0], y[1]
+
+
+def tangent_stages(f):
+    """The IR stages of ``f``'s forward mode: ``lifted``, ``primal`` and ``tangent``."""
+    return compiled_tangent(getattr(f, "__func__", f)).stages

@@ -1,0 +1,149 @@
+"""Identity-keyed tangents of objects changed in place, for one forward-mode computation.
+
+A tangent travels with its SSA value, but a write (``a[i] = v``, ``xs.append(v)``,
+``obj.w = v``, a cell rebound) changes an object that other values may share.  The
+first write to an object puts a private copy of its tangent here, keyed by the
+object's identity, and the write changes that copy as the primal is changed; a read
+of the object (any argument or result of ``jvp``, while anything is here) takes its
+tangent from here.  An array's entry is kept for the array that owns the memory and
+laid out like it, so a view's tangent is the same view of it (``v = a[2:]; v[0] = x``
+changes ``a``'s tangent).  Cells, and the tangents of default values of functions made
+during the computation, are kept apart: they are read where they are used.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+from ..ir.errors import Refusal
+from .errors import user_location
+from .shadow import region, root
+
+_DEPTH = 100  # deeper parts of a container are handed on as they are
+
+
+class TangentShadow:
+    __slots__ = ("entries", "cells", "defaults")
+
+    def __init__(self):
+        self.entries = {}  # id → (object, its tangent)
+        self.cells = {}  # id of a cell → (cell, the tangent of its contents)
+        self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)
+
+    # -- reads ------------------------------------------------------------------------
+    def refresh(self, x, dx, depth=_DEPTH):
+        """The tangent of ``x`` now: its entry, a view of its root array's entry, or
+        ``dx`` with the parts of containers refreshed."""
+        e = self.entries.get(id(x))
+        if e is not None:
+            dx = e[1]
+        t = type(x)
+        if t is np.ndarray:
+            return self._array(x, dx) if e is None and x.base is not None else dx
+        if depth and (t is list or t is tuple or t is dict) and len(x):
+            return self._container(x, dx, depth - 1)
+        return dx
+
+    def _array(self, x, dx):
+        r = root(x)
+        e = self.entries.get(id(r))
+        return dx if e is None or e[1] is None else region(e[1], r, x)
+
+    def _container(self, x, dx, depth):
+        if type(x) is dict:
+            dd = dx if type(dx) is dict else {}
+            new = {k: self.refresh(v, dd.get(k), depth) for k, v in x.items()}
+            same = all(new[k] is dd.get(k) for k in new)
+        else:
+            ds = dx if isinstance(dx, (list, tuple)) and len(dx) == len(x) else (None,) * len(x)
+            new = [self.refresh(v, d, depth) for v, d in zip(x, ds)]
+            same = all(a is b for a, b in zip(new, ds))
+        if same:
+            return dx
+        return new if type(x) is not tuple else tuple(new)
+
+    # -- writes -----------------------------------------------------------------------
+    def writable(self, x, dx, what):
+        """The tangent of ``x`` for a write to change in place (its entry, made on the
+        first write from ``dx``); None for an array that carries no tangent (integers).
+        ``what`` names the write for an error."""
+        e = self.entries.get(id(x))
+        if type(x) is np.ndarray:
+            return self._writable_array(x, dx, what)
+        if e is not None:
+            return e[1]
+        if isinstance(x, list):
+            d = list(dx) if dx is not None else [None] * len(x)
+        else:  # a dict, or an object's fields
+            d = dict(dx) if dx is not None else {}
+        self.entries[id(x)] = (x, d)
+        return d
+
+    def _writable_array(self, x, dx, what):
+        if x.dtype.kind not in "fc":
+            return None
+        r = root(x)
+        e = self.entries.get(id(r))
+        if e is None:
+            if not (r.flags.c_contiguous or r.flags.f_contiguous):
+                raise _unsupported(what, "an array that does not own contiguous memory")
+            d = np.zeros_like(r)
+            if dx is not None and (x is r or x.size == r.size):
+                region(d, r, x)[...] = dx
+            elif dx is not None:
+                d[...] = _root_tangent(r, x, dx, what)
+            e = self.entries[id(r)] = (r, d)
+        return region(e[1], r, x)
+
+    def set_tangent(self, x, dx):
+        """``x`` was replaced wholesale in place (``a[...] = v`` of every element, a list
+        cleared and refilled): its tangent is ``dx``."""
+        self.entries[id(x)] = (x, dx)
+
+
+def _root_tangent(r, x, dx, what):
+    """The tangent of all of root ``r``, from the tangent ``dx`` of its part ``x``: the
+    array ``dx`` is a view of, when that is laid out like ``r`` and ``dx`` is the same view."""
+    dr = root(dx) if type(dx) is np.ndarray else None
+    if dr is not None and dr.shape == r.shape and dr.strides == r.strides and dx.strides == x.strides \
+            and _offset(dx, dr) == _offset(x, r):
+        return dr
+    raise _unsupported(what, "a view (slice, reshape, transpose) of an array whose tangent is not "
+                             "known here; write into the array itself, or into a copy")
+
+
+def _offset(a, r):
+    return a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
+
+
+class ForwardModeError(Refusal, NotImplementedError):
+    """A change in place that forward mode does not follow (yet), with the user's line."""
+
+
+def _unsupported(what, why):
+    file, line = user_location()
+    return ForwardModeError(f"{file}:{line}: forward mode (jvp) cannot follow {what} into {why}")
+
+
+_LOCAL = threading.local()
+_NONE = TangentShadow()  # outside any computation: empty, and never written
+
+
+def current() -> TangentShadow:
+    return getattr(_LOCAL, "shadow", _NONE)
+
+
+@contextlib.contextmanager
+def fresh():
+    """A new shadow for one forward-mode computation (nested ones share the outer one)."""
+    outer = getattr(_LOCAL, "shadow", None)
+    if outer is not None:
+        yield outer
+        return
+    _LOCAL.shadow = sh = TangentShadow()
+    try:
+        yield sh
+    finally:
+        del _LOCAL.shadow

@@ -1,0 +1,435 @@
+"""The tangent (forward-mode) transform: the shape of the IR it makes, and the tangents of
+programs with control flow, calls, closures, objects, containers, changes in place and
+complex numbers, against central finite differences and against the reverse-mode
+gradient (``<grad f, v>`` is the directional derivative ``jvp`` computes)."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import bytegrad
+from bytegrad.ir import ops
+from test_random_programs import draw_program
+
+
+def fd_directional(f, args, vs, h=1e-6):
+    """``(f(args + h v) - f(args - h v)) / 2h`` (arguments copied: ``f`` may change them)."""
+    def at(s):
+        return f(*[copy.deepcopy(a) if v is None else a + s * h * v for a, v in zip(args, vs)])
+    return (np.asarray(at(1)) - np.asarray(at(-1))) / (2 * h)
+
+
+def check_jvp(f, *args, rtol=1e-5, atol=1e-7, seed=0):
+    """``jvp(f)`` along random directions against finite differences, and against the
+    reverse-mode gradient for a scalar ``f``; the arguments stay as the plain call
+    leaves them."""
+    rng = np.random.default_rng(seed)
+    vs = [None if isinstance(a, int) else rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray)
+          else float(rng.standard_normal()) for a in args]
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    mine = copy.deepcopy(args)
+    y, dy = bytegrad.jvp(f, mine, vs)
+    np.testing.assert_allclose(y, y0, rtol=1e-12)
+    for a, b in zip(mine, plain):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(dy, fd_directional(f, args, vs), rtol=rtol, atol=atol)
+    if np.ndim(y) == 0 and isinstance(y, (float, np.floating)):
+        g = bytegrad.gradient(f, *copy.deepcopy(args))
+        back = sum(float(np.sum(gi * vi)) for gi, vi in zip(g, vs) if gi is not None and vi is not None)
+        assert dy == pytest.approx(back, rel=1e-9, abs=1e-12)
+    return dy
+
+
+# -- the IR --------------------------------------------------------------------------
+
+def test_loop_blocks_take_tangent_arguments_and_the_function_returns_value_and_tangent():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s = s + x * i
+        return s
+
+    st_ = bytegrad.tangent_stages(f)
+    entry = st_.tangent.blocks[0]
+    assert len(entry.args) == 2 * len(st_.primal.blocks[0].args)  # f, x, n and their tangents
+    loop_p = max(st_.primal.blocks, key=lambda b: len(b.args))
+    loop_t = max(st_.tangent.blocks, key=lambda b: len(b.args))
+    assert len(loop_t.args) > len(loop_p.args)  # the accumulator's tangent rides along
+    ret = [br for blk in st_.tangent.blocks for br in blk.branches if br.kind == "return"]
+    assert len(ret) == 1
+    assert bytegrad.jvp(f, (1.5, 4), (1.0, None)) == (9.0, 6.0)  # s = 6x
+
+
+def test_inactive_statements_stay_plain_and_a_rule_is_called_directly():
+    def f(x, n):
+        k = len(x) + n  # inactive: no tangent
+        return math.sin(x[0]) * k
+
+    text = str(bytegrad.tangent_stages(f).tangent)
+    assert "len(" in text and "jvp_call(len" not in text
+    assert "frule[math.sin]" in text and "frule[operator.getitem]" in text
+
+
+def test_an_object_that_may_be_changed_in_place_goes_through_the_runtime():
+    def f(x):
+        a = np.zeros(2)
+        a[0] = x
+        return np.sum(a)
+
+    text = str(bytegrad.tangent_stages(f).tangent)
+    # np.sum reads `a` after the write: its tangent is the shadow's, so jvp_call
+    assert "jvp_call(numpy.sum" in text
+    assert bytegrad.jvp(f, (0.5,), (2.0,))[1] == 2.0
+
+
+def test_ir_dump_shows_the_tangent_stage(tmp_path, capsys):
+    from bytegrad.__main__ import main
+    p = tmp_path / "prog.py"
+    p.write_text("import math\ndef foo(x):\n    return math.sin(x) * x\n")
+    main(["ir", "dump", f"{p}:foo", "--stage", "tangent"])
+    out = capsys.readouterr().out
+    assert out.startswith("# tangent IR of foo") and "frule[math.sin]" in out
+    main(["ir", "dump", f"{p}:foo"])
+    out = capsys.readouterr().out
+    assert all(f"# {s} IR of foo" in out for s in ("lifted", "forward", "adjoint", "tangent"))
+
+
+# -- programs --------------------------------------------------------------------------
+
+def branches_and_loops(x, y):
+    s = 0.0
+    i = 0
+    while s < 4.0 and i < 20:
+        if x > y:
+            s += x * y
+        elif x < 0:
+            s -= math.sin(x)
+        else:
+            s = s * 1.5 + y
+        i += 1
+        if i == 3:
+            continue
+    return s if s > 1 else -s
+
+
+def early_return(x, y):
+    for k in range(5):
+        if x * k > y:
+            return x * k - y
+    return x + y
+
+
+def with_exceptions(x):
+    try:
+        v = math.log(x - 10.0)
+    except ValueError:
+        v = x * x
+    finally:
+        w = 2 * x
+    return v + w
+
+
+def recursion(x, n):
+    return 1.0 if n == 0 else x * recursion(x, n - 1) + math.sin(x)
+
+
+def closures(x, y):
+    scale = y * 2
+
+    def inner(z, p=y):
+        return z * scale + p
+
+    def counter():
+        total = 0.0
+
+        def add(v):
+            nonlocal total
+            total = total + v
+            return total
+        return add
+    add = counter()
+    add(x)
+    return inner(x) + add(x * y) + (lambda q: q * x)(3.0)
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+    def norm2(self):
+        return self.x ** 2 + self.y ** 2
+
+    @property
+    def ratio(self):
+        return self.x / self.y
+
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+        self.calls = 0
+
+    def __call__(self, v):
+        self.calls += 1
+        return np.tanh(self.w @ v)
+
+
+def objects(x, y):
+    p = Point(x, y)
+    p.x = p.x * 2
+    q = dataclasses.replace(p, y=3 * y)
+    return p.norm2() + q.ratio + Point(y, x).norm2()
+
+
+def call_objects(W, v):
+    layer = Layer(W)
+    h = layer(v)
+    return np.sum(layer(h)) + layer.calls
+
+
+def containers(x, y):
+    t = (x, y, 3)
+    d = {"a": x, "b": [y, x * y]}
+    a, *rest = [x, y, x + y]
+    u = sum([v * v for v in t if isinstance(v, float)])
+    return u + d["b"][1] + sum(rest) + a + max(x, y) + min([x, y, 0.5]) + len(d)
+
+
+def list_and_dict_mutation(x, y):
+    xs = [x]
+    xs.append(y)
+    xs.insert(0, x * y)
+    xs[1] = xs[1] * 3
+    xs.extend([x, y])
+    last = xs.pop()
+    xs.reverse()
+    xs += [y * y]
+    d = {}
+    d["p"] = x
+    d.update(q=y)
+    d.setdefault("r", x * x)
+    del d["p"]
+    return sum(xs) * last + d["q"] + d["r"]
+
+
+def array_mutation(v):
+    a = np.zeros(4)
+    a[0] = v[0]
+    a[1:3] = v[1:3] * 2
+    a[a > 1.0] = 1.0
+    a += v[0] * v
+    a *= 2.0
+    b = a.copy()
+    b[0] = 7.0
+    m = np.ones((2, 2))
+    m[0] = a[:2]
+    return np.sum(a * a) + np.sum(b) + np.sum(m @ m)
+
+
+def view_mutation(v):
+    a = v * 1.0
+    w = a[1:]
+    w[0] = v[0] ** 2  # changes a too
+    r = a.reshape(2, 2)
+    r[1, 1] = 5.0
+    return np.sum(a * a) + np.sum(w)
+
+
+def complex_numbers(x, y):
+    z = complex(x, y)
+    w = z * z + np.exp(1j * x) / (z + 2)
+    return abs(w) + w.imag + (w * np.conj(w)).real
+
+
+def numpy_program(A, x):
+    y = np.tanh(A @ x) + np.exp(x)
+    z = np.linalg.solve(A, y) + np.linalg.inv(A) @ x
+    s = np.concatenate([y, z])
+    return np.sum(s ** 2) + np.linalg.det(A) + np.max(y) + np.mean(A, axis=0) @ x + np.var(x)
+
+
+def keywords_and_varargs(x, y):
+    def f(a, *rest, scale=1.0, **kw):
+        return scale * (a + sum(rest)) + sum(kw.values())
+    g = functools.partial(f, scale=y)
+    return f(x, y, x, scale=2.0, extra=x * y) + g(x) + f(*[x, y], **{"k": y})
+
+
+RNG = np.random.default_rng(3)
+PROGRAMS = [
+    (branches_and_loops, 0.7, 0.3), (branches_and_loops, -0.4, 0.2), (early_return, 0.8, 1.5),
+    (with_exceptions, 3.0), (recursion, 0.4, 6), (closures, 0.3, 1.2), (objects, 0.6, 1.3),
+    (call_objects, RNG.standard_normal((3, 3)), RNG.standard_normal(3)), (containers, 0.4, 0.9),
+    (list_and_dict_mutation, 0.7, 1.1), (array_mutation, np.array([0.3, 0.4, 0.2, 0.1])),
+    (view_mutation, np.array([0.3, 0.4, 0.2, 0.1])), (complex_numbers, 0.5, 0.8),
+    (numpy_program, RNG.standard_normal((3, 3)) + 3 * np.eye(3), RNG.standard_normal(3)),
+    (keywords_and_varargs, 0.6, 1.4),
+]
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=lambda c: c[0].__name__)
+def test_programs_against_finite_differences_and_the_gradient(case):
+    f, *args = case
+    check_jvp(f, *args)
+
+
+def test_tangents_of_structured_results():
+    def f(x, d):
+        return {"sum": x + d["w"], "pair": (x * 2, [d["w"] * x, 3]), "n": 4}
+
+    y, dy = bytegrad.jvp(f, (1.5, {"w": 2.0, "k": 1}), (1.0, {"w": 0.5}))
+    assert dy == {"sum": 1.5, "pair": (2.0, [0.5 * 1.5 + 2.0, None]), "n": None}
+
+
+def test_writes_into_views_of_arrays_made_by_rules():
+    def f(x):
+        a = np.zeros(6)
+        rows = a.reshape(2, 3)
+        rows[0] = x  # fine: the root's tangent is known (zero)
+        b = np.outer(x, x)[0]  # a view into an array made by a rule
+        c = b.reshape(3)
+        d = c[1:]
+        d[0] = 1.0
+        return np.sum(a) + np.sum(d)
+
+    y, dy = bytegrad.jvp(f, (np.ones(3),), (np.ones(3),))
+    fd = fd_directional(f, [np.ones(3)], [np.ones(3)])
+    np.testing.assert_allclose(dy, fd, rtol=1e-6)
+
+
+def test_a_write_into_a_view_whose_tangent_is_laid_out_otherwise_is_refused_by_line():
+    def f(x):
+        row = x[0]
+        row[1] = 2.0 * row[0]
+        return np.sum(x * x)
+
+    x, dx = np.ones((2, 3)), np.asfortranarray(np.ones((2, 3)))
+    with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent.py:\d+: forward mode \(jvp\) cannot "
+                                               r"follow 'ndarray\[...\] = value' into a view"):
+        bytegrad.jvp(f, (x,), (dx,))
+    y, dy = bytegrad.jvp(f, (np.ones((2, 3)),), (np.ones((2, 3)),))  # laid out alike: followed
+    assert dy == 2 * (1 * 1 + 2 * 2 + 4 * 1 * 1)
+
+
+def test_a_change_forward_mode_cannot_follow_names_the_construct_and_line():
+    import array
+
+    class Box(list):
+        pass
+
+    def f(x):
+        b = Box([1.0])
+        b.append(x)  # list.append on a subclass: followed
+        q = array.array("d", [1.0])
+        q.append(x * 2)  # an array.array's tangent: not followed
+        return sum(b) + q[1]
+
+    with pytest.raises(bytegrad.NoForwardRuleError, match=r"test_tangent.py:\d+: .*array.append"):
+        bytegrad.jvp(f, (1.0,), (1.0,))
+
+
+def test_ints_and_strings_carry_no_tangent():
+    def f(x, n, s):
+        return x * n if s == "mul" else x + n
+
+    assert bytegrad.jvp(f, (2.0, 3, "mul"), (1.0, None, None)) == (6.0, 3.0)
+    y, dy = bytegrad.jvp(lambda n: n * 2, (3,), (None,))
+    assert (y, dy) == (6, None)
+
+
+# -- random programs: forward mode against the reverse mode and finite differences ---------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_programs_forward_equals_reverse(data):
+    src, f, args, y, same = draw_program(data, use_math=True)
+    vs = [data.draw(st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False)) for _ in args]
+    for s in (1e-4, -1e-4):  # (no kink between the points finite differences use)
+        assume(same([a + s * v for a, v in zip(args, vs)]))
+    value, dy = bytegrad.jvp(f, tuple(args), tuple(vs))
+    assert value == y
+    g = bytegrad.gradient(f, *args)
+    back = sum((gi or 0.0) * v for gi, v in zip(g, vs))
+    assert dy == pytest.approx(back, rel=1e-9, abs=1e-9), src
+    fd = fd_directional(f, args, vs)
+    assert dy == pytest.approx(float(fd), rel=1e-4, abs=1e-4), src
+
+
+def test_the_direct_rule_calls_are_the_rules_the_runtime_would_dispatch_to():
+    from bytegrad.runtime.frules import FRULES
+    assert FRULES[ops.build_tuple]((1.0, None), 2.0, 3) == ((2.0, 3), (1.0, None))
+    assert FRULES[operator.getitem](((1.0, None), None), (2.0, 3), 0) == (2.0, 1.0)
+
+
+def test_a_set_of_differentiable_values_is_refused_by_line():
+    def f(x):
+        s = {x, 2 * x}
+        return sum(s)
+
+    with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent.py:\d+: .*a set of differentiable values"):
+        bytegrad.jvp(f, (1.0,), (1.0,))
+    assert bytegrad.jvp(lambda x, n: x * len({n, 3}), (2.0, 1), (1.0, None)) == (4.0, 2.0)
+
+
+def test_an_array_changed_in_place_passed_by_keyword_keeps_its_tangent():
+    def f(x):
+        a = np.zeros(3)
+        a[0] = x * x
+        return np.sum(a=a) + np.clip(a, a_min=-1.0, a_max=2.0)[0]
+
+    assert bytegrad.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(2.0)  # d/dx 2x² at 0.5
+    assert float(fd_directional(f, [0.5], [1.0])) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_library_code_and_functions_of_several_arrays():
+    import scipy.stats
+
+    def f(x):
+        return np.sum(scipy.stats.norm.logpdf(x, loc=0.3, scale=1.5))
+
+    def g(x, y):
+        a, b = np.atleast_1d(x, y)  # (linear in each: not the first argument alone)
+        return np.sum(a * b)
+
+    check_jvp(f, np.array([0.1, -0.4, 1.2]))
+    check_jvp(g, np.array([0.1, -0.4]), 1.5)
+
+
+def test_a_container_a_closure_reads_after_it_was_changed():
+    def f(c, x):
+        names = sorted(c)
+        for _ in range(2):
+            d = {k: np.sum((x - c[k]) ** 2) for k in names}  # (reads c through a cell)
+            for k in names:
+                c[k] = c[k] * 0.5 + d[k] * x
+        return sum([np.sum(c[k]) for k in names])
+
+    c = {"a": np.array([1.0, 2.0]), "b": np.array([-1.0, 0.5])}
+    x, v = np.array([0.3, -0.2]), np.array([1.0, 0.5])
+    y, dy = bytegrad.jvp(f, (copy.deepcopy(c), x), (None, v))
+    np.testing.assert_allclose(dy, fd_directional(f, [c, x], [None, v]), rtol=1e-6)
+
+
+def _pairs(x):
+    for i in range(2):
+        yield x * i
+
+
+@pytest.mark.parametrize("f, dfdx", [(lambda x: sum(v * v for v in (x, 2 * x)), lambda x: 10 * x),
+                                     (lambda x: sum(_pairs(x)), lambda x: 1.0)],
+                         ids=["generator expression", "generator function"])
+def test_a_generator_is_refused_in_forward_mode_by_name_and_line(f, dfdx):
+    """Generators are differentiated in reverse mode only (their tangent code is not built)."""
+    with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent\.py:\d+: the generator function"):
+        bytegrad.jvp(f, (1.5,), (1.0,))
+    assert bytegrad.grad(f)(1.5) == pytest.approx(dfdx(1.5))  # (reverse mode takes it)
