@@ -38,6 +38,8 @@ def dump(fn, stages, fmt) -> str:
     from .runtime.api import stages as stages_of
     from .runtime.jax_api import tangent_stages
     st = stages_of(fn) if set(stages) - {"tangent"} else None
+    if len(stages) > 1 and st is not None and st.lifted.meta.generator:
+        stages = [s for s in stages if s != "tangent"]  # (forward mode takes no generator yet)
     out = []
     for s in stages:
         ir = tangent_stages(fn).tangent if s == "tangent" else getattr(st, s)
