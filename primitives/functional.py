@@ -302,16 +302,25 @@ def _wrap(f, handle, kinds=LAZY):
     old = RULES[f]
     base = old.fn
 
+    own = f is not iter  # (iter's own rule runs a class's __iter__)
+
     def r(*args, **kw):
+        through = False
         for a in args:
-            if type(a) in kinds:
+            t = type(a)
+            if t in kinds:
                 return handle(base, *args, **kw)
-        if f is not iter and any(map(python_iterable, args)):
-            return _through_iter(r, args, kw)
-        return base(*args, **kw)
+            if own and t not in _PLAIN:
+                through = through or python_iterable(a)
+        return _through_iter(r, args, kw) if through else base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
     # (the rule it wraps stays inside it, and so does how a call binds)
     rule(f, override=True, like=old.like, aliases=old.aliases, keywords=old.keywords)(r)
+
+
+# types whose iteration is never Python code of a class: the hot calls (unpacking a
+# tuple or an array) skip `python_iterable`
+_PLAIN = frozenset({tuple, list, dict, np.ndarray, float, int, str, range, type(None)})
 
 
 def _through_iter(r, args, kw):
