@@ -470,8 +470,8 @@ class Inline:
         self.pushes = None if pushes is None else tuple(pushes)
 
 
-def watch(w, pb, y, *operands):
-    """``%p2 = ops.watch(W, %p, %y, f, %a, …)``: the pullback ``%p`` of ``%y = f(%a, …)``,
+def watch(w, pb, y, /, *operands, **kw):
+    """``%p2 = ops.watch(W, %p, %y, f, %a, …, k=%b)``: the pullback ``%p`` of ``%y = f(%a, …, k=%b)``,
     or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be
     mutated later) or ``W.all`` is set (an operand may have been).  ``W`` is the
     runtime's state, a constant here: the IR knows none.  The emitter inlines the
@@ -479,5 +479,5 @@ def watch(w, pb, y, *operands):
     active call (its module docstring shows the forward IR).
     """
     if type(y) in w.kinds or w.all:
-        return w.watcher(pb, y, operands)
+        return w.watcher(pb, y, operands, kw)
     return pb

@@ -63,12 +63,14 @@ def runs_without_gradient(pb) -> bool:
 
 
 class Routed(Always):
-    """A pullback whose gradients for mutated operands go to the shadow."""
+    """A pullback whose gradients for mutated operands go to the shadow: ``hits``
+    are (position, operand) pairs; (name, operand) pairs of ``named`` are keyword
+    arguments, whose gradients the pullback returns in a dict at position ``n``."""
 
-    __slots__ = ("pb", "hits", "shadow")
+    __slots__ = ("pb", "hits", "shadow", "named", "n")
 
-    def __init__(self, pb, hits, shadow):
-        self.pb, self.hits, self.shadow = pb, hits, shadow
+    def __init__(self, pb, hits, shadow, named=(), n=0):
+        self.pb, self.hits, self.shadow, self.named, self.n = pb, hits, shadow, named, n
 
     def __call__(self, dy):
         if dy is None and not isinstance(self.pb, Always):
@@ -77,6 +79,10 @@ class Routed(Always):
         for k, x in self.hits:
             if k < len(d):
                 d[k] = self.shadow.absorb(x, d[k])
+        if self.named and len(d) > self.n and d[self.n] is not None:
+            g = d[self.n] = dict(d[self.n])
+            for k, x in self.named:
+                g[k] = self.shadow.absorb(x, g.get(k))
         return tuple(d)
 
 
@@ -124,18 +130,20 @@ class Owned(Always):
         return self.pb(dy)
 
 
-def watcher(pb, y, operands):
+def watcher(pb, y, operands, kw=None):
     """``ops.watch``'s slow path: wrap ``pb`` as the mutations seen so far require."""
     sh = current()
+    kw = kw or {}
     if sh.mutated:
         hits = [(k, x) for k, x in enumerate(operands) if sh.holds_mutated(x)]
-        if hits:
-            pb = Routed(pb, hits, sh)
+        named = [(k, x) for k, x in kw.items() if sh.holds_mutated(x)]
+        if hits or named:
+            pb = Routed(pb, hits, sh, named, len(operands))
         if sh.is_mutated(y):
             return pb
     if type(y) not in WATCH.kinds:
         return pb
-    for x in operands:  # an operand passed through (stop_gradient, hook) was made elsewhere
+    for x in (*operands, *kw.values()):  # an operand passed through (stop_gradient, hook) was made elsewhere
         if x is y:
             return pb
     return Owned(pb, y, sh)

@@ -140,7 +140,7 @@ def register(ir, active, hooks) -> IR:
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
-            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, None, st.line))
+            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, st.kw, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)

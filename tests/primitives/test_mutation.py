@@ -89,6 +89,32 @@ def test_aliases_see_each_others_writes():
     check_mutating(f, arr(3), 0.6)
 
 
+@pytest.mark.regression
+def test_a_changed_value_passed_by_keyword_gets_its_gradient():
+    """A value changed in place, then given to a rule or a Python function by keyword,
+    gets the same gradient as by position (it was a silent None)."""
+    def by_rule(x, v):
+        a = x * 1.5
+        a[1] = v[0]
+        return np.sum(a=a ** 2) + np.dot(a=a, b=v)
+
+    def keyword_only(*, arr, w):
+        return np.sum(arr * w)
+
+    def by_function(x, v):
+        a = x * 1.0
+        a[0] += v[1]
+        return keyword_only(w=v, arr=a)
+
+    def by_list(x, v):
+        xs = [x[0], x[1]]
+        xs[0] = v[2]
+        return np.prod(a=xs)
+
+    for f in (by_rule, by_function, by_list):
+        check_stateful(f, arr(3), arr(3, seed=1))
+
+
 def test_copyto_fill_and_out_keyword():
     def f(x, y):
         a = np.ones(3)
