@@ -470,6 +470,37 @@ class Inline:
         self.pushes = None if pushes is None else tuple(pushes)
 
 
+class InlineBack:
+    """A taped rule's reverse fast paths, which the adjoint pass writes out as IR in
+    place of ``%d = back(%pop, @gv)``.  It pops the last entry ``k``; for the first of
+    ``cases`` ``(test, pops, grads)`` whose ``test`` ``k`` passes (``("is", c)``: ``k``
+    is the constant ``c``; ``("type", t)``: its type is exactly ``t``), given a
+    gradient ``d`` that is not None, it pops the entries named in ``pops`` and gives
+    each operand the gradient in ``grads``: None (none), a name (``"d"``, ``"k"`` or a
+    popped one), ``(f, e, …)`` (a call), or a constant.  Elsewhere the rule's
+    ``given(k, pop, d)``, its back told what was popped::
+
+        %9 = taped.mul_back(%1, @g5)   →   %10 = %1()
+                                            %11 = operator.is_not(@g5, None)
+                                            %12 = type(%10)
+                                            %13 = operator.is_(%12, float)
+                                            br 4 unless %13
+                                            br 4 unless %11
+                                            br 3
+                                        3:  %14 = %1()
+                                            %15 = operator.mul(@g5, %10)   (into @g2)
+                                            %16 = operator.mul(%14, @g5)   (into @g3)
+                                            br 5
+                                        4:  %17 = taped.mul_given(%10, %1, @g5) …
+                                            br 5
+    """
+
+    __slots__ = ("cases", "given")
+
+    def __init__(self, cases, given):
+        self.cases, self.given = tuple(cases), given
+
+
 def watch(w, pb, y, /, *operands, **kw):
     """``%p2 = ops.watch(W, %p, %y, f, %a, …, k=%b)``: the pullback ``%p`` of ``%y = f(%a, …, k=%b)``,
     or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be

@@ -23,7 +23,7 @@ import operator as op
 
 from ._frozen import np
 
-from ..ir.ops import Inline, watch
+from ..ir.ops import Inline, InlineBack, watch
 from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
@@ -62,40 +62,47 @@ def _signed(f, sign):
         push((ta is not int) + 2 * (tb is not int))  # which are floats: 0-3
         return a + b if sign > 0 else a - b
 
-    def back(pop, d):
-        k = pop()
+    def given(k, pop, d):
         if type(k) is not int:
             return _slow_back(k, d)
         if d is None:
             return _NONES
         return None, d if k & 1 else None, (d if sign > 0 else -d) if k & 2 else None
     record.inline = Inline((float, float), f, [("const", 3)])
-    return record, back
+    db = "d" if sign > 0 else (op.neg, "d")
+    return record, _popping(given, [(("is", 3), (), ("d", db)), (("is", 0), (), (None, None))])
 
 
-def _operands(f, grads):
+_MIXED = object()  # on the tape after operands not both floats: the back looks at their types
+
+
+def _operands(f, grads, unrolled=None):
     """``a * b``-like: the derivatives need the operands; ``grads(a, b, d)`` gives
-    ``(da, db)`` for floats."""
+    ``(da, db)`` for floats; ``unrolled`` is the same as expressions over ``a``, ``b``
+    (``k``) and ``d`` (see `InlineBack`)."""
     def record(push, a, b):
-        if type(a) not in _REAL or type(b) not in _REAL:
+        ta, tb = type(a), type(b)
+        if ta not in _REAL or tb not in _REAL:
             return _slow(push, f, a, b)
         y = f(a, b)  # (first: what raises, 1.0 / 0.0, leaves nothing on the tape)
         push(a)
         push(b)
+        if ta is not float or tb is not float:
+            push(_MIXED)
         return y
 
-    def back(pop, d):
-        b = pop()
-        tb = type(b)
-        if tb not in _REAL:
+    def given(b, pop, d):
+        if b is _MIXED:
+            b = pop()
+        elif type(b) is not float:
             return _slow_back(b, d)
         a = pop()
         if d is None:
             return _NONES
         da, db = grads(a, b, d)
-        return None, None if type(a) is int else da, None if tb is int else db
+        return None, None if type(a) is int else da, None if type(b) is int else db
     record.inline = Inline((float, float), f, [0, 1])
-    return record, back
+    return record, _popping(given, unrolled and [(("type", float), ("a",), unrolled)])
 
 
 def _quotient(a, b, d):
@@ -187,9 +194,20 @@ def _element(f):
     return record, back, into
 
 
+def _popping(given, cases=None):
+    """``back(pop, d)``: ``given`` told the last entry, which it pops first; with
+    ``cases``, the adjoint pass may write its fast paths out as IR (`InlineBack`)."""
+    def back(pop, d):
+        return given(pop(), pop, d)
+    if cases:
+        back.inline = InlineBack(cases, given)
+    return back
+
+
 def _register(f, record, back, into=None):
     """``f``'s taped rules, named for ``ir dump`` after it (``mul_record``, ``sin_back``)."""
-    for g, part in ((record, "record"), (back, "back"), (into, "into")):
+    given = getattr(getattr(back, "inline", None), "given", None)
+    for g, part in ((record, "record"), (back, "back"), (into, "into"), (given, "given")):
         if g is not None:
             g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
     taped(f, record, back, into)
@@ -198,7 +216,7 @@ def _register(f, record, back, into=None):
 for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):
     _register(_f, *_signed(_f, _s))
 for _f in (op.mul, op.imul):
-    _register(_f, *_operands(_f, lambda a, b, d: (d * b, a * d)))
+    _register(_f, *_operands(_f, lambda a, b, d: (d * b, a * d), ((op.mul, "d", "k"), (op.mul, "a", "d"))))
 for _f in (op.truediv, op.itruediv):
     _register(_f, *_operands(_f, _quotient))
 for _f in (op.pow, op.ipow):

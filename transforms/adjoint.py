@@ -7,8 +7,12 @@ gradient slot ``@gv``: every use adds into it, and its defining statement's pull
 consumes it and resets it to None, so loops need no SSA gradients.  Blocks are visited
 backwards; where the forward pass recorded which edge it took, the adjoint pops that
 number to pick the way back.  A statement whose values are on the tape is one call,
-``back(pop, @gv)``, which pops them and tests for a gradient itself.  For the ``f`` of
-the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
+``back(pop, @gv)``, which pops them and tests for a gradient itself; or, where its rule
+describes its fast paths (`ops.InlineBack`, arithmetic on floats) and the function is not
+long, those written out: pop the last entry, test it, compute the gradients inline, and
+call the rule's ``given`` elsewhere.  For the ``f`` of the register pass
+(``np.dot(x, x) * 2.0``, its product taped, the pullback of ``np.dot`` on the tape) the
+adjoint is:
 
     >>> import bytegrad, numpy as np
     >>> def f(x):
@@ -22,29 +26,45 @@ the register pass (``np.dot(x, x) * 2.0``) the adjoint is:
       @g4 = ops.identity(None)
       @g5 = ops.identity(None)
       @g5 = ops.identity(%2)
-      %5 = taped.mul_back(%4, @g5)                   # line 2
-      @g5 = ops.identity(None)                       # line 2
-      %6 = operator.getitem(%5, 1)                   # line 2
-      @g4 = ops.identity(%6)                         # line 2
-      %7 = %4()                                      # line 2
-      %8 = operator.is_not(@g4, None)                # line 2
-      br 4 unless %8
-      br 3
+      %5 = %4()                                      # line 2
+      %6 = operator.is_not(@g5, None)                # line 2
+      %7 = type(%5)                                  # line 2
+      %8 = operator.is_(%7, float)                   # line 2
+      br 2 unless %8
+      br 2 unless %6
+      br 4
     2:
-      %9 = ops.build_tuple(@g1, @g2)
-      return %9
-    3:
-      %10 = ops.pull(forward.Pullback, %7, @g4)      # line 2
-      @g4 = ops.identity(None)                       # line 2
-      %11 = operator.getitem(%10, 1)                 # line 2
-      @g2 = ops.identity(%11)                        # line 2
-      %12 = operator.getitem(%10, 2)                 # line 2
-      @g2 = algebra.accum(@g2, %12)                  # line 2
-      br 2
-    4:
-      %13 = mutation.runs_without_gradient(%7)       # line 2
-      br 2 unless %13
+      %9 = taped.mul_given(%5, %4, @g5)              # line 2
+      @g5 = ops.identity(None)                       # line 2
+      %10 = operator.getitem(%9, 1)                  # line 2
+      @g4 = ops.identity(%10)                        # line 2
       br 3
+    3:
+      %11 = %4()                                     # line 2
+      %12 = operator.is_not(@g4, None)               # line 2
+      br 7 unless %12
+      br 6
+    4:
+      %13 = %4()                                     # line 2
+      %14 = operator.mul(@g5, %5)                    # line 2
+      @g4 = ops.identity(%14)                        # line 2
+      @g5 = ops.identity(None)                       # line 2
+      br 3
+    5:
+      %15 = ops.build_tuple(@g1, @g2)
+      return %15
+    6:
+      %16 = ops.pull(forward.Pullback, %11, @g4)     # line 2
+      @g4 = ops.identity(None)                       # line 2
+      %17 = operator.getitem(%16, 1)                 # line 2
+      @g2 = ops.identity(%17)                        # line 2
+      %18 = operator.getitem(%16, 2)                 # line 2
+      @g2 = algebra.accum(@g2, %18)                  # line 2
+      br 5
+    7:
+      %19 = mutation.runs_without_gradient(%11)      # line 2
+      br 5 unless %19
+      br 6
 
 A generator's adjoint is a generator too, which takes a third argument: the number of
 the ``yield`` the forward generator is suspended at (None when it returned).  It starts
@@ -72,24 +92,40 @@ it, one resumption of the forward generator at a time):
       %8 = ops.yield_(@g4)                           # line 2
       @g4 = ops.identity(None)                       # line 2
       @g3 = ops.identity(%8)                         # line 2
-      %9 = taped.mul_back(%5, @g3)                   # line 2
-      @g3 = ops.identity(None)                       # line 2
-      %10 = operator.getitem(%9, 1)                  # line 2
-      @g2 = algebra.accum(@g2, %10)                  # line 2
-      %11 = ops.build_tuple(@g1, @g2)
-      return %11
+      %9 = %5()                                      # line 2
+      %10 = operator.is_not(@g3, None)               # line 2
+      %11 = type(%9)                                 # line 2
+      %12 = operator.is_(%11, float)                 # line 2
+      br 6 unless %12
+      br 6 unless %10
+      br 8
     3:
-      %12 = %5()                                     # line 3
-      %13 = ops.yield_(@g5)                          # line 3
+      %13 = %5()                                     # line 3
+      %14 = ops.yield_(@g5)                          # line 3
       @g5 = ops.identity(None)                       # line 3
-      @g2 = ops.identity(%13)                        # line 3
+      @g2 = ops.identity(%14)                        # line 3
       br 2
     4:
-      %14 = operator.eq(%3, 1)
-      br 5 unless %14
+      %15 = operator.eq(%3, 1)
+      br 5 unless %15
       br 3
     5:
       br 3
+    6:
+      %16 = taped.mul_given(%9, %5, @g3)             # line 2
+      @g3 = ops.identity(None)                       # line 2
+      %17 = operator.getitem(%16, 1)                 # line 2
+      @g2 = algebra.accum(@g2, %17)                  # line 2
+      br 7
+    7:
+      %18 = ops.build_tuple(@g1, @g2)
+      return %18
+    8:
+      %19 = %5()                                     # line 2
+      %20 = operator.mul(@g3, %9)                    # line 2
+      @g2 = algebra.accum(@g2, %20)                  # line 2
+      @g3 = ops.identity(None)                       # line 2
+      br 7
 """
 from __future__ import annotations
 
@@ -102,6 +138,9 @@ from .register import recorded, taped_call, yield_sites
 from .returns import return_block
 
 
+_UNROLL_LIMIT = 64  # taped statements whose backs are written out as IR (`ops.InlineBack`)
+
+
 class _Adjoint:
     def __init__(self, ir, active, hooks):
         self.ir, self.active = ir, active
@@ -112,6 +151,9 @@ class _Adjoint:
         self.structured = hooks.structured
         self.sparse = may_be_sparse(ir, hooks.sparse)
         self.uses = use_counts(ir)
+        # (a long function keeps one call per taped statement: its code, and the time
+        # to transform it, stay linear in its length)
+        self.unroll = sum(taped_call(st, hooks.taped) is not None for _, _, st in ir.statements()) <= _UNROLL_LIMIT
         self.home = {v: b for b, blk in enumerate(ir.blocks)
                      for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
@@ -161,6 +203,9 @@ class _Adjoint:
                 self.emit(into, self.pop, u, s, dest=s, line=line)
                 self.emit(ops.identity, None, dest=gv, line=line)
                 return
+            spec = getattr(back, "inline", None)
+            if self.unroll and type(spec) is ops.InlineBack:
+                return self.unrolled(b, st, spec, u, gv, line)
             d = self.emit(back, self.pop, u, line=line)
             self.emit(ops.identity, None, dest=gv, line=line)
             self.gradients(b, st, d, line)
@@ -185,6 +230,42 @@ class _Adjoint:
         self.gradients(b, st, d, line)
         self.adj.branch(self.cur, Branch("br", after))
         self.cur = after
+
+    def unrolled(self, b, st, spec, u, gv, line):
+        """``back(pop, @gv)`` written out (`ops.InlineBack`): pop the last entry ``k``;
+        the first case whose test ``k`` passes adds its expressions into the operands'
+        slots (a case that gives some needs a gradient); elsewhere ``given(k, pop, @gv)``."""
+        k = self.emit(self.pop, line=line)
+        has = self.emit(operator.is_not, u, None, line=line)
+        slow, after = self.adj.block(), self.adj.block()
+        for n, ((how, what), pops, grads) in enumerate(spec.cases, 1):
+            ok = self.emit(operator.is_, self.emit(type, k, line=line) if how == "type" else k, what, line=line)
+            fast = self.adj.block()
+            rest = slow if n == len(spec.cases) else self.adj.block()
+            self.adj.branch(self.cur, Branch("br", rest, cond=ok))
+            if any(e is not None for e in grads):
+                self.adj.branch(self.cur, Branch("br", slow, cond=has))
+            self.adj.branch(self.cur, Branch("br", fast))
+            self.cur = fast
+            names = {"d": u, "k": k}
+            names.update((name, self.emit(self.pop, line=line)) for name in pops)
+            for x, e in zip(st.args, grads):
+                if e is not None and self.slot(x) is not None:
+                    self.add_into(x, self.expression(e, names, line), line, b)
+            self.emit(ops.identity, None, dest=gv, line=line)
+            self.adj.branch(self.cur, Branch("br", after))
+            self.cur = rest
+        self.cur = slow
+        d = self.emit(spec.given, k, self.pop, u, line=line)
+        self.emit(ops.identity, None, dest=gv, line=line)
+        self.gradients(b, st, d, line)
+        self.adj.branch(self.cur, Branch("br", after))
+        self.cur = after
+
+    def expression(self, e, names, line):
+        if type(e) is tuple:
+            return self.emit(e[0], *(self.expression(x, names, line) for x in e[1:]), line=line)
+        return names[e] if type(e) is str else e
 
     def resumed(self, b, v, st):
         """``%s = yield %v`` backwards, in a block of its own (where the adjoint of a

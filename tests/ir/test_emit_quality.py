@@ -118,7 +118,10 @@ def test_a_taped_rules_fast_path_is_inline_and_tapes_what_its_call_does(args, mo
 
 
 def _same_entry(a, b):
-    """Tape entries alike: equal values, or pullbacks of the same kind (made anew per run)."""
+    """Tape entries alike: the same object (a rule's marker), equal values, or pullbacks
+    of the same kind (made anew per run)."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     return a == b if type(a) in (int, float, np.float64, np.float32) else callable(a)

@@ -1,7 +1,10 @@
 """The adjoint pass (transforms/adjoint.py)."""
 import math
+import types
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import bytegrad
 from bytegrad.runtime import algebra
@@ -38,3 +41,47 @@ def test_a_slot_empty_on_every_path_takes_its_first_gradient_without_accum():
     assert bytegrad.grad(_branch)(0.4, False) == pytest.approx(4.0)
     g = [1.0]
     assert algebra.accum(None, g) is g  # (why a copy is the same: None is zero)
+
+
+def _arith(x, y, n):
+    s = x * y - n
+    for i in range(n):
+        s = s * x + y - i
+        s = s - x * s
+    return s * 0.5 + y
+
+
+_KINDS = {"float": float, "float64": np.float64, "int": int, "float32": np.float32}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(-1.5, 1.5), st.floats(-1.5, 1.5), st.integers(0, 3),
+       st.sampled_from(sorted(_KINDS)), st.sampled_from(sorted(_KINDS)))
+def test_backs_written_out_give_what_their_calls_give(x, y, n, kx, ky):
+    """`ops.InlineBack`: where a taped rule describes its fast paths, the adjoint of a short
+    function writes them out (no call of ``mul_back``/``add_back``); the gradients equal
+    those of the calls the adjoint of a long function keeps, for floats, NumPy scalars,
+    ints and float32 alike, and central differences."""
+    from bytegrad.transforms import adjoint
+    args = (_KINDS[kx](round(x * 4) / 4 if kx == "int" else x), _KINDS[ky](y), n)
+    written = str(bytegrad.stages(_arith).adjoint)
+    assert "mul_back" not in written and "add_back" not in written and "mul_given" in written
+    g_out = bytegrad.gradient(_arith, *args)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(adjoint, "_UNROLL_LIMIT", -1)
+        fresh = types.FunctionType(_arith.__code__.replace(), globals())  # (its own transform)
+        kept = str(bytegrad.stages(fresh).adjoint)
+        assert "mul_back" in kept and "mul_given" not in kept
+        g_call = bytegrad.gradient(fresh, *args)
+    for a, b in zip(g_out, g_call):
+        assert (a is None) == (b is None) and (a is None or a == pytest.approx(b, rel=1e-12, abs=1e-12))
+    for i, (a, k) in enumerate(zip(args[:2], (kx, ky))):
+        if k in ("int",):
+            assert g_out[i] is None
+            continue
+        h = 1e-6
+        up = [a if type(a) is int else float(a) for a in args]  # (in double precision)
+        dn = list(up)
+        up[i], dn[i] = float(a) + h, float(a) - h
+        fd = (_arith(*up) - _arith(*dn)) / (2 * h)
+        assert float(g_out[i]) == pytest.approx(fd, rel=1e-4 if k == "float32" else 1e-6, abs=1e-5)
