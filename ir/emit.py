@@ -326,36 +326,38 @@ class _Emitter:
         self.out.append(end)
 
     def fast(self, fn, args, line):
-        """``rec(push, a, …)`` (or ``f(a, …)``) with its fast path inline (`ops.Inline`)."""
+        """``rec(push, a, …)`` (or ``f(a, …)``) with its fast paths inline (`ops.Inline`)."""
         spec = fn.inline
         push, xs = (args[0], args[1:]) if spec.pushes is not None else (None, args)
-        if any(not isinstance(x, (Var, Slot, Global)) and type(x) is not t
-               for x, t in zip(xs, spec.guards)):
-            return self.call(fn, args, {}, line)  # (a constant the fast path never takes)
-        slow, end = Label(), Label()
-        for x, t in zip(xs, spec.guards):
-            if isinstance(x, (Var, Slot, Global)):
-                self.call(type, [x], {}, line)
-                self.load(t, line)
-                self.i("IS_OP", 0, line)
-                self.put(WRITER.jump_if(False, slow, forward=True), line)
-        if spec.op in _BINARY:
-            self.loads(xs, line)
-            self.i("BINARY_OP", _BINARY[spec.op], line)
-        else:
-            self.call(spec.op, xs, {}, line)
-        for item in spec.pushes or ():  # (y stays below each call)
-            self.put(WRITER.before_callee(), line)
-            self.load(push, line)
-            self.put(WRITER.after_callee(), line)
-            if item == "y":
-                self.i("COPY", 3, line)
+        var = lambda x: isinstance(x, (Var, Slot, Global))
+        paths = [(g, p) for g, p in spec.paths()  # (not one a constant operand never takes)
+                 if all(var(x) or type(x) is t for x, t in zip(xs, g))]
+        end = Label()
+        for guards, pushes in paths:
+            slow = Label()
+            for x, t in zip(xs, guards):
+                if var(x):
+                    self.call(type, [x], {}, line)
+                    self.load(t, line)
+                    self.i("IS_OP", 0, line)
+                    self.put(WRITER.jump_if(False, slow, forward=True), line)
+            if spec.op in _BINARY:
+                self.loads(xs, line)
+                self.i("BINARY_OP", _BINARY[spec.op], line)
             else:
-                self.load(item[1] if type(item) is tuple else xs[item], line)
-            self.put(WRITER.call(1), line)
-            self.i("POP_TOP", line=line)
-        self.i("JUMP_FORWARD", end, line)
-        self.out.append(slow)
+                self.call(spec.op, xs, {}, line)
+            for item in pushes or ():  # (y stays below each call)
+                self.put(WRITER.before_callee(), line)
+                self.load(push, line)
+                self.put(WRITER.after_callee(), line)
+                if item == "y":
+                    self.i("COPY", 3, line)
+                else:
+                    self.load(item[1] if type(item) is tuple else xs[item], line)
+                self.put(WRITER.call(1), line)
+                self.i("POP_TOP", line=line)
+            self.i("JUMP_FORWARD", end, line)
+            self.out.append(slow)
         self.call(fn, args, {}, line)
         self.out.append(end)
 

@@ -456,18 +456,23 @@ class Inline:
     then ``push(item)`` for each of ``pushes``: an operand's index, ``"y"`` (the
     result), or ``("const", k)``; elsewhere the call.  The same values reach the tape
     either way, without the call's frame.  A function that pushes nothing (``pushes``
-    None) takes no ``push`` operand: ``accum(a, b)`` is ``a + b`` for two floats::
+    None) takes no ``push`` operand: ``accum(a, b)`` is ``a + b`` for two floats.
+    ``also`` holds more ``(guards, pushes)`` paths, tried in turn::
 
         %9 = taped.mul_record(%4, %2, %3)   →   if type(%2) is float and type(%3) is float:
                                                     %9 = %2 * %3; %4(%2); %4(%3)
                                                 else: %9 = taped.mul_record(%4, %2, %3)
     """
 
-    __slots__ = ("guards", "op", "pushes")
+    __slots__ = ("guards", "op", "pushes", "also")
 
-    def __init__(self, guards, op, pushes=None):
+    def __init__(self, guards, op, pushes=None, also=()):
         self.guards, self.op = tuple(guards), op
         self.pushes = None if pushes is None else tuple(pushes)
+        self.also = tuple((tuple(g), tuple(p)) for g, p in also)
+
+    def paths(self):
+        return ((self.guards, self.pushes),) + self.also
 
 
 class InlineBack:

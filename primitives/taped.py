@@ -68,7 +68,8 @@ def _signed(f, sign):
         if d is None:
             return _NONES
         return None, d if k & 1 else None, (d if sign > 0 else -d) if k & 2 else None
-    record.inline = Inline((float, float), f, [("const", 3)])
+    # (ints: a loop bound or a recursion's depth that an active call also takes)
+    record.inline = Inline((float, float), f, [("const", 3)], also=[((int, int), [("const", 0)])])
     db = "d" if sign > 0 else (op.neg, "d")
     return record, _popping(given, [(("is", 3), (), ("d", db)), (("is", 0), (), (None, None))])
 

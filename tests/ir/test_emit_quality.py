@@ -94,21 +94,23 @@ def test_lifting_scales_linearly_and_keeps_only_live_loop_variables():
 def _scalar_program(x, n):
     s = 0.0
     for i in range(n):
-        s += math.sin(x) * s - x ** 2 / (s * s + 2.0) + i
+        s += math.sin(x) * s - x ** 2 / (s * s + 2.0) + (n - i)
     return s * x
 
 
 @pytest.mark.parametrize("args", [(0.7, 4), (np.float64(0.7), 3), (2, 3), (np.float32(0.7), 2)],
                          ids=["float", "float64", "int", "float32"])
 def test_a_taped_rules_fast_path_is_inline_and_tapes_what_its_call_does(args, monkeypatch):
-    """`ops.Inline`: where the operands are floats the record's work is written inline
-    (a type test, the operation, the pushes); any other operand takes the call.  Either
+    """`ops.Inline`: where the operands are floats (or, for + and -, ints) the record's
+    work is written inline (type tests, the operation, the pushes); any other operand
+    takes the call.  Either
     way the result and the tape are the call's."""
     from bytegrad.runtime.forward import compiled
     emitter = sys.modules["bytegrad.ir.emit"]  # (the package exports the function `emit`)
     fwd = compiled(_scalar_program).stages.forward
     inline = emitter.emit(fwd)
-    assert float in [i.argval for i in dis.get_instructions(inline)]
+    guards = [i.argval for i in dis.get_instructions(inline)]
+    assert float in guards and int in guards  # (``n - i``: ints, active through n)
     monkeypatch.setattr(emitter, "_fast", lambda st: False)
     called = emitter.emit(fwd)
     run = lambda code: types.FunctionType(code, _scalar_program.__globals__)(_scalar_program, *args)
