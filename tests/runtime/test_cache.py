@@ -106,3 +106,30 @@ def test_every_kind_of_global_read_is_checked():
     assert not c.still_decided({**ns, "later": math.exp})  # a missing name bound
     m.k = np.float64(3.0)  # another type
     assert not c.still_decided(ns)
+
+
+def test_a_called_function_is_checked_at_every_call():
+    """A function called from differentiated code is found by its identity (no search of
+    the cache at each call), and still checked: a rebound global, a new ``__code__``."""
+    ns = _module(math.floor, "<called>")
+    f = ns["f"]
+    caller = lambda x: f(x) + 0.0  # noqa: E731
+    assert bytegrad.grad(caller)(2.5) == math.floor(2.5)
+    ns["op"] = math.sin
+    assert bytegrad.grad(caller)(2.5) == pytest.approx(math.sin(2.5) + 2.5 * math.cos(2.5))
+    f.__code__ = compile("def f(x):\n    return op(x) * x * x\n", "<new code>", "exec").co_consts[0]
+    assert bytegrad.grad(caller)(2.5) == pytest.approx(2 * 2.5 * math.sin(2.5) + 2.5 ** 2 * math.cos(2.5))
+
+
+def test_a_called_function_keeps_no_module_alive():
+    ns = _module(math.sin, "<called, forgotten>")
+    marker = ns["marker"] = _Marker()
+    gone = weakref.ref(marker)
+    f = ns["f"]
+    key = id(f)
+    assert bytegrad.grad(lambda x: f(x) * 1.0)(1.0) == pytest.approx(math.sin(1.0) + math.cos(1.0))
+    assert key in fwd._RUNNING
+    del ns, marker, f
+    gc.collect()
+    assert gone() is None
+    assert key not in fwd._RUNNING
