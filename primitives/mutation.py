@@ -662,7 +662,49 @@ def _setattr(obj, name, v):
     custom = t.__setattr__
     if type(custom) is types.FunctionType:
         return forward(custom, obj, name, v)
+    if isinstance(obj, np.ndarray):
+        return _array_attribute(obj, name, v)
     return _store_attr(obj, name, v)
+
+
+def _array_attribute(a, name, v):
+    """``a.real = v``, ``a.imag = v``, ``a.flat = v``: writes of ``a``'s elements, run as
+    the writes through views they are."""
+    write = array_writer(a, name, v)
+    if write is None:
+        return run_plain(setattr, (a, name, v), {})  # (NumPy's own error)
+    _, pb = forward(write, a, v)
+    return None, Effect(lambda dy: (None, (d := pb(dy))[1], None, d[2]))
+
+
+def array_writer(a, name, v):
+    """The Python function ``write(a, v)`` that does ``a.<name> = v`` for array ``a`` as a
+    write of its elements, or None where NumPy refuses the store; a store that is not
+    differentiable (``a.shape = s``) is refused."""
+    if name in ("shape", "strides", "dtype", "data"):
+        raise NotImplementedError(
+            f"assigning an array's .{name} changes it in place in a way that is not "
+            f"differentiable; make a new array instead (a = a.reshape(...), a.view(...))")
+    if name == "flat" and np.size(v) not in (1, a.size):
+        raise NotImplementedError(
+            "a.flat = v with v of another size than a repeats v, which is not differentiable; "
+            "give v as many elements as a")
+    return None if name == "imag" and a.dtype.kind != "c" else _ARRAY_WRITES.get(name)
+
+
+def _write_real(a, v):
+    a.real[...] = v
+
+
+def _write_imag(a, v):
+    a.imag[...] = v
+
+
+def _write_flat(a, v):
+    a[...] = v if np.size(v) == 1 else np.reshape(v, a.shape)
+
+
+_ARRAY_WRITES = {"real": _write_real, "imag": _write_imag, "flat": _write_flat}
 
 
 @rule(delattr)

@@ -30,6 +30,7 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute
+from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
 
@@ -286,6 +287,10 @@ def _setattr(ts, obj, name, v):
     prop = _class_attribute(obj, name)
     if isinstance(prop, property) and prop.fset is not None:
         jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
+        return None, None
+    write = array_writer(obj, name, v) if isinstance(obj, np.ndarray) else None
+    if write is not None:  # (``z.imag = v``: a write of elements, through a view)
+        jvp_call(write, None, (ts[0], ts[2]), obj, v)
         return None, None
     setattr(obj, name, v)
     if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:

@@ -174,6 +174,10 @@ def kwgrad(d, i, name):
     return None
 
 
+# (an array's ``flags`` and ``dtype``: what SciPy checks before it computes)
+_INERT = (np.integer, np.bool_, bytes, range, type, np.dtype, type(np.empty(0).flags))
+
+
 def is_differentiable(x) -> bool:
     """Whether ``x`` can carry a gradient: floats, complex numbers, float arrays, and
     containers holding any of them.  Ints, bools and strings cannot."""
@@ -190,7 +194,7 @@ def is_differentiable(x) -> bool:
         return any(is_differentiable(y) for y in x)
     if t is dict:
         return any(is_differentiable(y) for y in x.values())
-    if isinstance(x, (np.integer, np.bool_, bytes, range, type)):
+    if isinstance(x, _INERT):
         return False
     # other numbers (Fraction, Decimal) and user objects, callable ones (layers, partials)
     # too, may carry gradients; C functions and modules do not

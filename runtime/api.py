@@ -124,7 +124,8 @@ def _distinct(gs, avoid, like=None):
     if _LEAVES.issuperset(map(type, gs)) and (like is None or _LEAVES.issuperset(map(type, like))):
         return gs  # numbers for numbers: the usual scalar case, without a walk
     if like is not None and len(avoid) == 2 and _FLAT.issuperset(map(type, gs)) and \
-            _FLAT.issuperset(map(type, like)) and _FLAT.issuperset(map(type, avoid[1])):
+            _FLAT.issuperset(map(type, like)) and _FLAT.issuperset(map(type, avoid[1])) and \
+            type(avoid[0]) in _FLAT:  # (a seed in a container is walked)
         return _flat(gs, like, avoid)
     st = _Walk()
     out = _mirror(gs, _ABSENT if like is None else like, st, _DEPTH)

@@ -383,20 +383,23 @@ def forward_reading(f, /, *args, **kw):
     """``forward`` for a call of code known only at run time that is given nothing
     carrying a gradient: it runs plainly unless something has been changed in place to
     hold such a value (``WATCH.all``), which the code may read through a global
-    (``BOX["w"] = 2 * x``, then ``h(3)`` reads ``BOX["w"]``)."""
-    if WATCH.all:
+    (``BOX["w"] = 2 * x``, then ``h(3)`` reads ``BOX["w"]``), or unless it makes a
+    generator, which may later be sent one (``g = acc()``, then ``g.send(x)``)."""
+    if WATCH.all or type(f) is types.FunctionType and f.__code__.co_flags & _MAKES_GENERATOR:
         return forward(f, *args, **kw)
     return f(*args, **kw), nograd(len(args))
 
 
 _INERT = frozenset({int, bool, str, bytes, type(None)})
+_MAKES_GENERATOR = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 def _runs_plainly(f, args, kw) -> bool:
     """Whether Python function ``f`` can meet no value that carries a gradient: its
-    arguments, defaults and closure hold only ints, strings and the like, and nothing
-    has been changed in place to hold one (which it could read through a global)."""
-    if WATCH.all:
+    arguments, defaults and closure hold only ints, strings and the like, nothing
+    has been changed in place to hold one (which it could read through a global), and
+    it makes no generator (which may later be sent one)."""
+    if WATCH.all or f.__code__.co_flags & _MAKES_GENERATOR:
         return False
     values = [*args, *kw.values(), *(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
     for cell in f.__closure__ or ():

@@ -115,6 +115,48 @@ def test_a_changed_value_passed_by_keyword_gets_its_gradient():
         check_stateful(f, arr(3), arr(3, seed=1))
 
 
+def _imag_written(x):
+    z = np.ones(len(x), complex)
+    z.imag = x ** 2
+    return np.sum(np.abs(z) ** 2)
+
+
+def _real_and_flat_written(x):
+    y = np.zeros(len(x))
+    y.real = x ** 2
+    w = np.zeros((2, len(x) // 2))
+    w.flat = y * x
+    w.flat = w * 3.0  # (the same size: element by element)
+    return np.sum(w) + np.sum(y * x)
+
+
+def _flat_scalar(x):
+    y = np.zeros(len(x))
+    y.flat = x[0]
+    return np.sum(y * x)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_imag_written, _real_and_flat_written, _flat_scalar])
+def test_writes_through_an_arrays_real_imag_and_flat(f):
+    """``z.imag = v``, ``y.real = v``, ``w.flat = v`` write elements (through views) in
+    both modes (reverse mode ignored them: a silent None; forward mode raised)."""
+    x = arr(4) + 1.5
+    check_mutating(f, x)
+    t = arr(4, seed=3)
+    _, dy = bytegrad.jvp(f, (x,), (t,))
+    assert dy == pytest.approx(float(np.dot(bytegrad.grad(f)(x), t)), rel=1e-9)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("store", ["a.shape = (-1, 1)", "a.flat = x[:2]", "a.strides = a.strides"])
+def test_an_arrays_shape_given_in_place_is_refused(store):
+    ns = {"np": np}
+    exec(f"def f(x):\n    a = x * 1.0\n    {store}\n    return np.sum(a * x)\n", ns)
+    with pytest.raises(NotImplementedError, match="not differentiable"):
+        bytegrad.grad(ns["f"])(np.array([1.0, 2.0, 3.0]))
+
+
 def test_copyto_fill_and_out_keyword():
     def f(x, y):
         a = np.ones(3)

@@ -1,7 +1,9 @@
 """The gradient algebra: None is zero, sparse reads accumulate in one buffer."""
 import numpy as np
+import pytest
 
 import bytegrad
+from bytegrad.runtime import algebra
 from bytegrad.runtime.algebra import Buffer, OneHot, accum, unwrap
 
 
@@ -63,3 +65,17 @@ def test_float32_gradients_stay_float32():
     x = np.zeros(3, np.float32)
     g = accum(OneHot(x, 0, np.float32(1.0)), OneHot(x, 1, np.float32(1.0)))
     assert unwrap(g).dtype == np.float32
+
+
+@pytest.mark.regression
+def test_an_arrays_flags_and_dtype_carry_no_gradient():
+    """What SciPy checks before it computes (``a.flags["C_CONTIGUOUS"]``, ``a.dtype``)
+    is no differentiable value: reading it needs no rule (it raised NoRuleError)."""
+    x = np.array([0.5, -1.0, 2.0])
+    assert not algebra.is_differentiable(x.flags) and not algebra.is_differentiable(x.dtype)
+
+    def f(x):
+        if x.flags["C_CONTIGUOUS"] and x.flags.writeable and x.dtype.kind == "f":
+            return np.sum(x ** 3)
+        return 0.0
+    assert np.allclose(bytegrad.grad(f)(x), 3 * x ** 2)

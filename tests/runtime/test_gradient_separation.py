@@ -246,6 +246,23 @@ def test_pullback_gradient_is_not_the_seed():
 
 
 @pytest.mark.regression
+@pytest.mark.parametrize("f, seed", [
+    (lambda w: (w,), lambda s: (s,)), (lambda w: [w], lambda s: [s]),
+    (lambda w: {"a": w}, lambda s: {"a": s}), (lambda w: (w, w), lambda s: (s, s * 2.0)),
+    (lambda w: (w * 1.0, w), lambda s: (s * 2.0, s))], ids=["tuple", "list", "dict", "twice", "mixed"])
+def test_a_gradient_is_not_the_seed_inside_a_container(f, seed):
+    """An output holding the input as it is: its gradient is the seed's array, copied
+    (it was handed back as it is, so g *= 10 changed the caller's seed)."""
+    _, back = bytegrad.pullback(f, X.copy())
+    s = np.array([1.0, 2.0, 3.0])
+    dy = seed(s)
+    g, = back(dy)
+    g *= 10.0
+    assert np.array_equal(s, [1.0, 2.0, 3.0])
+    assert np.allclose(g, 10.0 * sum(np.asarray(v) for v in (dy.values() if isinstance(dy, dict) else dy)))
+
+
+@pytest.mark.regression
 def test_gradients_of_two_arguments_are_distinct_arrays():
     # Pinned bug: the pullback of a + b hands the same
     # array to both sides, and gradient() returns it for both arguments, so an in-place

@@ -494,3 +494,29 @@ def _first_then_exhaust(it):
     r = np.sum(v ** 2)
     next(it, None)
     return r
+
+
+def _accumulator(start=0):
+    total = float(start)
+    while True:
+        v = yield total
+        total = total + v * v
+
+
+def _send_all(g, x):
+    next(g)
+    out = 0.0
+    for v in x:
+        out = g.send(v)
+    return out
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("make", [lambda: _accumulator(), lambda: _accumulator(2)],
+                         ids=["no argument", "an int argument"])
+def test_a_generator_made_from_nothing_differentiable_is_sent_a_gradient(make):
+    """A generator made with no differentiable argument (which would run plainly) is
+    still differentiated: values sent in later carry gradients (it raised NoRuleError)."""
+    x = np.array([1.0, 2.0, 3.0])
+    assert bytegrad.grad(lambda x: _send_all(make(), x))(x) == pytest.approx(2 * x)
+    check_grad(lambda x: _send_all(make(), x) * x[0], x)
