@@ -39,7 +39,7 @@ from ..runtime.algebra import Eye, unwrap
 from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
 from . import buffers
 from ._on_import import when_imported
-from ._util import conj, unbroadcast as ub
+from ._util import conj, unbroadcast as ub, zero_cotangent
 from .np_reductions import _norm
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -709,7 +709,7 @@ def _eigh_grad(w, v, dw, dv):
     k = (k - _mH(k)) * 0.5
     e = w[..., None, :] - w[..., :, None]       # e_ij = w_j - w_i
     _diag(e)[...] = np.inf
-    inner = k / e
+    inner = _over(k, e)
     if dw is not None:
         _diag(inner)[...] += dw
     return _herm(v @ inner @ vh)
@@ -770,7 +770,7 @@ def _eig_grad(w, v, dw, dv):
             g -= 1j * _mH(r) * (gd.imag / _diag(r).real)[..., None, :]
         e = np.conj(w[..., None, :] - w[..., :, None])     # e_ij = conj(w_j - w_i)
         _diag(e)[...] = 1
-        h = g / e
+        h = _over(g, e)
         _diag(h)[...] = 0
     if dw is not None:
         _diag(h)[...] += dw
@@ -825,12 +825,12 @@ def _svd_grad(u, s, vh, du, ds, dvh):
         _diag(e)[...] = np.inf
         if du is not None:
             udu = _mH(u) @ du
-            inner += ((udu - _mH(udu)) / e) * s[..., None, :]
+            inner += _over(udu - _mH(udu), e) * s[..., None, :]
             if udu.dtype.kind == "c":
                 _diag(inner)[...] += 1j * _diag(udu).imag / s
         if dv is not None:
             vdv = _mH(v) @ dv
-            inner += s[..., :, None] * ((vdv - _mH(vdv)) / e)
+            inner += s[..., :, None] * _over(vdv - _mH(vdv), e)
     g = u @ inner @ vh
     if du is not None and m > k:
         g += ((du - u @ (_mH(u) @ du)) / s[..., None, :]) @ vh
@@ -838,6 +838,13 @@ def _svd_grad(u, s, vh, du, ds, dvh):
         dvh2 = _mH(dv)
         g += (u / s[..., None, :]) @ (dvh2 - (dvh2 @ v) @ vh)
     return g
+
+
+def _over(k, e):
+    """``k / e`` with 0 where ``k`` is 0: a repeated eigenvalue or singular value (``e``
+    0) that the gradient does not reach gives no NaN (a zero cotangent times anything is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return zero_cotangent(k, k / e)
 
 
 def _svd_args(full_matrices=True, compute_uv=True, hermitian=False):

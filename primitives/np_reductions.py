@@ -629,8 +629,24 @@ def _norm(a, *args, **kw):
             g = _vector_norm_grad(x, order, axes, yk, d)
         else:
             g = _matrix_norm_grad(x, order, axes, yk, d)
-        return _grads(None if g is None else _like(a, np.asarray(g)), n, kw)
+        gp = _order_grad(x, float(order), axes, yk, d) if by_order else None
+        return _grads(None if g is None else _like(a, np.asarray(g)), n, kw, ((0, "ord", gp),))
+    # a float order of a vector norm is a differentiable exponent (an int, inf or a name is not)
+    by_order = type(order) in (float, np.float64) and 0 < abs(order) < np.inf and \
+        len(axes) == 1 and kind != "mat"
     return y, back
+
+
+def _order_grad(x, p, axes, yk, d):
+    """The gradient of the order ``p`` of ``y = (Σ |x|^p)^(1/p)``:
+    ``Σ d · y (Σ |x|^p ln|x| / (p Σ|x|^p) − ln(Σ|x|^p) / p²)``, zero where ``y`` is 0."""
+    ax = np.abs(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        axp = ax ** p
+        s = np.sum(axp, axis=axes, keepdims=True)
+        t = np.sum(np.where(ax > 0, axp * np.log(np.where(ax > 0, ax, 1.0)), 0.0), axis=axes, keepdims=True)
+        dp = np.where(yk != 0, yk * (t / (p * s) - np.log(s) / (p * p)), 0.0)
+    return float(np.sum(np.real(d) * dp))
 
 
 def _vector_norm_grad(x, p, axes, yk, d):

@@ -176,3 +176,32 @@ def test_norm_of_order_below_one_at_a_zero_entry():
 @pytest.mark.parametrize("ord", [None, 1, 2, 3, 0.5, np.inf])
 def test_norm_at_zero_has_zero_gradient(ord):
     assert bytegrad.gradient(lambda x: np.linalg.norm(x, ord), np.zeros(3))[0].tolist() == [0.0] * 3
+
+
+def _sum_of_eigenvalues(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum(w) + 0.0 * np.sum(v[:, -1] ** 2)
+
+
+def _sum_of_eig(a):
+    w, v = np.linalg.eig(a)
+    return np.sum(w.real) + 0.0 * np.sum(v.real[:, -1])
+
+
+def _nuclear(a):
+    u, s, vh = np.linalg.svd(a)
+    return np.sum(s) + 0.0 * np.sum(u[:, -1])
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, a", [
+    (_sum_of_eigenvalues, np.diag([1.0, 1.0, 2.0])), (_sum_of_eig, np.diag([2.0, 2.0, 1.0])),
+    (_nuclear, np.diag([2.0, 2.0, 1.0]))], ids=["eigh", "eig", "svd"])
+def test_a_repeated_eigenvalue_the_gradient_does_not_reach(f, a):
+    """A zero cotangent of the eigenvectors (singular vectors) where eigenvalues repeat:
+    the trace's (nuclear norm's) closed-form gradient, the identity, not NaN (0 / 0)."""
+    assert np.array_equal(bytegrad.grad(f)(a), np.eye(3))
+    _, back = bytegrad.pullback(np.linalg.eigh, np.diag([1.0, 1.0, 2.0]))
+    assert np.array_equal(back((np.ones(3), np.zeros((3, 3))))[0], np.eye(3))
+    jac = bytegrad.jacrev(lambda a: np.linalg.eigh(a)[0])(np.diag([1.0, 1.0, 2.0]))
+    assert np.isfinite(jac).all() and np.allclose(np.trace(jac, axis1=1, axis2=2), 1.0)

@@ -423,6 +423,22 @@ def test_matrix_norms(ord, m, n, batch, keepdims, dtype, seed, data):
     check_rule(lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims), x)
 
 
+@pytest.mark.regression
+@SETTINGS
+@given(st.one_of(st.floats(-3.0, -0.5), st.floats(0.5, 4.0)), cases(min_ndim=1, tuples=False),
+       st.booleans())
+def test_a_float_order_of_a_vector_norm_gets_its_gradient(p, case, by_name):
+    """``np.linalg.norm(x, p)`` is differentiable in a float ``p`` (it was a silent None)."""
+    x, axis, keepdims = case
+    if axis is None and x.ndim > 1:
+        axis = -1
+    x = x + np.sign(x) * 0.1
+    if by_name:
+        check_rule(lambda x, p: np.linalg.norm(x, ord=p, axis=axis, keepdims=keepdims), x, p)
+    else:
+        check_rule(lambda x, p: np.linalg.norm(x, p, axis, keepdims), x, p)
+
+
 def test_norm_values():
     g = bytegrad.gradient(lambda x: np.linalg.norm(x), np.array([3.0, -4.0]))[0]
     assert np.allclose(g, [0.6, -0.8])

@@ -137,3 +137,21 @@ def test_call_site_keywords_named_like_the_lifter(name):
     exec(f"def caller(a):\n    return h(a, {name}=5.0)\n", ns)
     y, (g,) = bytegrad.value_and_gradient(ns["caller"], 0.3)
     assert y == pytest.approx(1.5) and g == 5.0
+
+
+def test_a_default_values_gradient_goes_through_the_function():
+    """A default argument's value gets its gradient: through the function passed in (as
+    ``{"__defaults__": …, "__kwdefaults__": …}``), and on to the value a function made in
+    the differentiated code took it from."""
+    def made_inside(x):
+        scale = lambda y, s=x * x: y * s  # noqa: E731
+        return scale(3.0)
+    assert bytegrad.grad(made_inside)(1.5) == pytest.approx(3.0 * 2 * 1.5)
+
+    def apply(f, y):
+        return f(y)
+
+    def weight(y, w=2.0, *, b=0.5):
+        return y * w + b
+    g = bytegrad.gradient(apply, weight, 3.0)[0]
+    assert g == {"__defaults__": (3.0,), "__kwdefaults__": {"b": 1.0}}
