@@ -1145,4 +1145,37 @@ def _register_scipy_linalg(linalg):
         return y, back
 
 
+    # the common solvers: NumPy's rules, SciPy's values; options that change the result
+    # or the input are refused
+    @rule(linalg.solve, note="a nonsingular, assume_a general; as np.linalg.solve")
+    def _sp_solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+                  assume_a=None, transposed=False):
+        _plain_options("solve", overwrite_a or overwrite_b or transposed or
+                       assume_a not in (None, "gen", "general"))
+        x = linalg.solve(a, b, check_finite=check_finite)
+        return x, _padded(_solve(a, b)[1], 8)
+
+    @rule(linalg.inv, note="a nonsingular; as np.linalg.inv")
+    def _sp_inv(a, overwrite_a=False, check_finite=True):
+        _plain_options("inv", overwrite_a)
+        return linalg.inv(a, check_finite=check_finite), _padded(_inv(a)[1], 3)
+
+    @rule(linalg.det, note="a nonsingular; as np.linalg.det")
+    def _sp_det(a, overwrite_a=False, check_finite=True):
+        _plain_options("det", overwrite_a)
+        return linalg.det(a, check_finite=check_finite), _padded(_det(a)[1], 3)
+
+
+def _plain_options(name, other):
+    if other:
+        raise NotImplementedError(
+            f"scipy.linalg.{name} is differentiable with its defaults (assume_a general, "
+            f"not transposed, no overwrite_*); call it so, or np.linalg.{name}")
+
+
+def _padded(back, nargs):
+    """``back`` (a pullback of NumPy's rule) for the SciPy function of ``nargs`` parameters."""
+    return lambda d: Lazy(*_pad(tuple(back(d).thunks), nargs))
+
+
 when_imported("scipy.linalg", _register_scipy_linalg)

@@ -760,3 +760,20 @@ def test_scipy_expm_of_a_diagonal_matrix_has_the_closed_form():
     d = np.array([0.3, -0.2, 1.1])
     g = bytegrad.gradient(lambda d: np.trace(scipy.linalg.expm(np.diag(d))), d)[0]
     assert np.allclose(g, np.exp(d))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("b_shape", [(3,), (3, 2)])
+def test_scipy_solve_inv_det(b_shape):
+    """scipy.linalg's solve, inv and det, with their default options, by position and by
+    keyword (they raised NoRuleError: SciPy's checks, then its C solver)."""
+    import scipy.linalg
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal(b_shape)
+    check_rule(scipy.linalg.solve, a, b)
+    check_rule(lambda a, b: scipy.linalg.solve(a, b=b, check_finite=False), a, b)
+    check_rule(scipy.linalg.inv, a)
+    check_rule(lambda a: scipy.linalg.det(a=a), a)
+    with pytest.raises(NotImplementedError, match="assume_a general"):
+        bytegrad.grad(lambda a: np.sum(scipy.linalg.solve(a, b, assume_a="pos")))(a)
