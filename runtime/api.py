@@ -309,11 +309,17 @@ def _value_and_gradient(f, args, wrt, kw):
     return y, g
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, jit=False):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``.  With
     ``has_aux``, ``f`` returns ``(out, aux)``: the gradient is ``out``'s, ``aux`` passes
-    through without one, and the function returns ``((out, aux), gradient)``."""
+    through without one, and the function returns ``((out, aux), gradient)``.  ``jit=True``
+    computes the gradient with the compiled tier (`runtime.compiled`), or raises
+    `NotCompilableError`; ``jit="auto"`` takes the compiled tier where it can."""
     _callable(f)
+    if jit not in (False, True, "auto"):
+        raise ValueError(f"jit={jit!r}: give True, False or 'auto'")
+    if jit and has_aux:
+        raise TypeError("has_aux=True is not compiled: give jit=False, or return the number alone")
     single = isinstance(argnums, (int, np.integer))
     wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
     repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
@@ -324,6 +330,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     else:
         pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
     run = _with_aux if has_aux else _value_and_gradient
+    if jit:
+        run = _compiled_run(f, wanted, jit, run)
 
     @functools.wraps(f)
     def vg(*args, **kw):
@@ -332,10 +340,27 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return vg
 
 
-def grad(f, argnums=0, has_aux=False):
+def _compiled_run(f, wanted, jit, run):
+    """``run`` for `value_and_grad`, through the compiled tier: its gradients at the
+    positions of all arguments (None where not wanted)."""
+    from .compiled import Compiled
+    c = Compiled(getattr(f, "__func__", f), wanted, jit,
+                 lambda args, kw: (lambda y, gs: (y, tuple(gs[i] for i in wanted)))(*run(f, args, wanted, kw)))
+
+    def compiled_run(f, args, wanted_, kw):
+        y, gs = c(args, kw)
+        out = [None] * len(args)
+        for i, g in zip(wanted, gs):
+            out[i] = g
+        return y, out
+    return compiled_run
+
+
+def grad(f, argnums=0, has_aux=False, jit=False):
     """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
-    ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``."""
-    vg = value_and_grad(f, argnums, has_aux)
+    ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``; ``jit`` as in
+    `value_and_grad`."""
+    vg = value_and_grad(f, argnums, has_aux, jit)
     if has_aux:
         return functools.wraps(f)(lambda *args, **kw: _swap_aux(vg(*args, **kw)))
     return functools.wraps(f)(lambda *args, **kw: vg(*args, **kw)[1])
@@ -370,24 +395,35 @@ def stages(f):
 
 class differentiable:
     """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``,
-    ``.pullback`` and ``.ir(stage)``."""
+    ``.pullback`` and ``.ir(stage)``.  ``@differentiable(jit=True)`` (or ``"auto"``) computes
+    ``.grad`` and ``.value_and_grad`` with the compiled tier (see `value_and_grad`)."""
 
-    def __init__(self, f):
+    def __new__(cls, f=None, *, jit=False):
+        if f is None:
+            return functools.partial(cls, jit=jit)
+        return super().__new__(cls)
+
+    def __init__(self, f, *, jit=False):
         functools.update_wrapper(self, _callable(f))
-        self.f = f
+        self.f, self.jit, self._compiled = f, jit, {}
 
     def __call__(self, *args, **kw):
         return self.f(*args, **kw)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else differentiable(types.MethodType(self.f, obj))
+        return self if obj is None else differentiable(types.MethodType(self.f, obj), jit=self.jit)
 
     def grad(self, *args, **kw):
-        gs = gradient(self.f, *args, **kw)
-        return gs[0] if len(gs) == 1 else gs
+        return self.value_and_grad(*args, **kw)[1]
 
     def value_and_grad(self, *args, **kw):
-        y, gs = value_and_gradient(self.f, *args, **kw)
+        if self.jit:
+            n = len(args)
+            if n not in self._compiled:
+                self._compiled[n] = value_and_grad(self.f, tuple(range(n)), jit=self.jit)
+            y, gs = self._compiled[n](*args, **kw)
+        else:
+            y, gs = value_and_gradient(self.f, *args, **kw)
         return y, (gs[0] if len(gs) == 1 else gs)
 
     def pullback(self, *args, **kw):

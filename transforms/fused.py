@@ -154,7 +154,7 @@ class _Gen:
     def _activity(self):
         """The values that carry a gradient: float content reached from an argument in
         ``wrt``, and arrays that an active number is stored into."""
-        active = set(self.wrt)
+        active = {x for x in self.wrt if _floaty(self.ty[x])}
         changed = True
         while changed:
             changed = False
@@ -574,7 +574,7 @@ class _Gen:
                     continue
                 seen.add(x)
                 out += self.declare(x)
-        for x in self.active:
+        for x in sorted(self.active, key=lambda x: x.id):
             kind = self.ty.get(x)
             if is_float(kind) and x not in self.entry:
                 out.append(f"{self.d(x)} = 0.0")

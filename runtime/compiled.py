@@ -1,0 +1,187 @@
+"""The compiled tier: a function's whole gradient as one numba function.
+
+`compiled_value_and_grad(f, argnums, jit)` types ``f`` for the types of a call's
+arguments (`transforms.typed`), writes the fused forward and reverse sweeps as Python
+source (`transforms.fused`) into a file named by a hash of that source, under the cache
+directory (``$BYTEGRAD_CACHE``, else ``~/.cache/bytegrad``), and compiles it with
+``numba.njit(cache=True)``: a new process finds numba's compiled code next to it.  The
+source holds everything the gradient depends on (the code of ``f`` and of the functions
+it calls, the values of the globals it reads), so a changed function or global makes a
+new file, never a stale gradient; in one process, each call checks that the globals read
+still name what they named.  ``jit=True`` raises `NotCompilableError` for a function the
+tier cannot compile; ``jit="auto"`` takes the dynamic tier then.  numba is imported on
+the first compiled call, never by ``import bytegrad``.
+"""
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..transforms.typed import (BOOL, F32, F64, I64, NotCompilableError, ScalarFn, infer, is_float,
+                                of_value)
+
+_MISSING = object()
+_FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
+_SCALAR_TYPES = {float: F64, int: I64, bool: BOOL, np.float64: F64, np.float32: F32,
+                 np.int64: I64, np.bool_: BOOL}
+
+
+def scalar_function(f, spec: ScalarFn):
+    """Let the compiled tier call scalar function ``f`` (``math.sin``), as ``spec`` says."""
+    _FUNCS[f] = spec
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("BYTEGRAD_CACHE") or \
+        os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bytegrad")
+    return Path(base) / "compiled"
+
+
+def signature(args) -> tuple:
+    """The types of a call's arguments, as the tier types them."""
+    return tuple(_SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
+
+
+def _key(args) -> tuple:
+    """What decides a call's `signature`, cheaper to compute (a key of the cache)."""
+    return tuple((a.dtype.char, a.ndim, a.flags.c_contiguous) if type(a) is np.ndarray
+                 else _SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
+
+
+class _Entry:
+    """A compiled gradient for one signature: the numba function, the globals it read,
+    and the tapes the last call left (reused, so a steady caller allocates none)."""
+
+    def __init__(self, fused, typed, source, path):
+        self.fused, self.typed, self.source, self.path = fused, typed, source, path
+        seen = {}
+        for g, name, value in typed.reads:
+            seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
+        self.reads = tuple(seen.values())
+        self.returns_float = is_float(_return_type(typed))
+        self.tapes = []
+
+    def current(self) -> bool:
+        for g, name, value, code in self.reads:
+            now = g.get(name, _MISSING)
+            if now is _MISSING:
+                now = vars(builtins).get(name)
+            if now is not value or code is not None and value.__code__ is not code:
+                return False
+        return True
+
+    def __call__(self, args):
+        try:  # (list.pop and append are atomic: each thread takes tapes of its own)
+            tf, ti = self.tapes.pop()
+        except IndexError:
+            tf, ti = np.empty(64), np.empty(64, np.int64)
+        r = self.fused(*args, 1.0, tf, ti)
+        self.tapes.append((r[-4], r[-3]))
+        return r[0], r[1:-4]
+
+
+def _return_type(typed):
+    for blk in typed.ir.blocks:
+        for br in blk.branches:
+            if br.kind == "return":
+                x = br.args[0]
+                return typed.types.get(x) if hasattr(x, "id") else of_value(x)
+
+
+def build(f, sig, wrt) -> _Entry:
+    """The compiled gradient of ``f`` for argument types ``sig`` and entry positions
+    ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
+    from ..transforms.fused import source
+    typed = infer(f, sig, _FUNCS)
+    src = source(typed, wrt, _FUNCS)
+    import numba
+    key = hashlib.sha256(f"{numba.__version__} {sys.version}\n{src}".encode()).hexdigest()[:24]
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"g{key}.py"
+    if not path.exists():
+        tmp = d / f".g{key}.{os.getpid()}.{threading.get_ident()}"
+        tmp.write_text(f"# the compiled gradient of {f.__qualname__} ({f.__code__.co_filename}:"
+                       f"{f.__code__.co_firstlineno}) for {sig}\n" + src)
+        os.replace(tmp, path)
+    name = f"bytegrad_compiled_{key}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return _Entry(mod.fused, typed, src, path)
+
+
+class Compiled:
+    """``value_and_grad`` of ``f`` in the positions ``wanted`` through the compiled tier
+    (``jit=True``) or, when ``f`` is not eligible, the dynamic tier (``jit="auto"``)."""
+
+    def __init__(self, f, wanted, jit, dynamic):
+        self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
+        self.entries = {}  # (code, signature, number of arguments) → _Entry, or the refusal
+
+    def entry(self, args):
+        key = (self.f.__code__, _key(args))
+        e = self.entries.get(key)
+        if e is None or e.__class__ is _Entry and not e.current():
+            n = len(args)
+            bad = [i for i in self.wanted if not -n <= i < n]
+            if bad:
+                raise IndexError(f"argument index {bad[0]} (argnums) is out of range for a call "
+                                 f"of {self.f.__qualname__} with {n} arguments")
+            try:
+                e = build(self.f, signature(args), tuple(i % n + 1 for i in self.wanted))
+            except NotCompilableError as err:
+                e = err
+            self.entries[key] = e
+        return e
+
+    def __call__(self, args, kw):
+        if kw:
+            e = NotCompilableError("keyword arguments", self.f.__code__.co_filename,
+                                   self.f.__code__.co_firstlineno, "the compiled tier takes positional ones")
+        else:
+            e = self.entry(args)
+        if isinstance(e, NotCompilableError):
+            if self.jit == "auto":
+                return self.dynamic(args, kw)
+            raise e
+        y, gs = e(args)
+        if not e.returns_float:  # piecewise constant: no gradient
+            return _as_returned(y, e), (None,) * len(self.wanted)
+        return y, tuple(_as_given(g, args[i]) for g, i in zip(gs, self.wanted))
+
+
+def _as_returned(y, e):
+    return int(y) if _return_type(e.typed) == I64 else bool(y) if _return_type(e.typed) == BOOL else y
+
+
+def _as_given(g, a):
+    """A gradient the way the dynamic tier gives it: None for an int or bool."""
+    if isinstance(a, (bool, int, np.integer, np.bool_)):
+        return None
+    if isinstance(a, tuple):
+        return tuple(_as_given(gi, ai) for gi, ai in zip(g, a))
+    return g
+
+
+def explain(f, *args, argnums=0) -> str:
+    """Which tier ``grad(f, argnums, jit="auto")(*args)`` takes, and why."""
+    f = getattr(f, "__wrapped__", f)
+    wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    try:
+        build(f, signature(args), tuple(i + 1 for i in wanted))
+    except NotCompilableError as e:
+        return f"{f.__qualname__}: the dynamic tier, since {e}"
+    sig = ", ".join(map(repr, signature(args)))
+    return (f"{f.__qualname__}: the compiled tier (numba), for arguments ({sig}); every "
+            f"statement has a compiled derivative")
