@@ -331,7 +331,7 @@ def value_and_grad(f, argnums=0, has_aux=False, jit=False):
         pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
     run = _with_aux if has_aux else _value_and_gradient
     if jit:
-        run = _compiled_run(f, wanted, jit, run)
+        return _compiled_vg(f, wanted, jit, single, repeats, run)
 
     @functools.wraps(f)
     def vg(*args, **kw):
@@ -340,20 +340,21 @@ def value_and_grad(f, argnums=0, has_aux=False, jit=False):
     return vg
 
 
-def _compiled_run(f, wanted, jit, run):
-    """``run`` for `value_and_grad`, through the compiled tier: its gradients at the
-    positions of all arguments (None where not wanted)."""
+def _compiled_vg(f, wanted, jit, single, repeats, run):
+    """`value_and_grad` through the compiled tier (`runtime.compiled`), which falls back on
+    ``run``, the dynamic tier, for ``jit="auto"``."""
     from .compiled import Compiled
-    c = Compiled(getattr(f, "__func__", f), wanted, jit,
-                 lambda args, kw: (lambda y, gs: (y, tuple(gs[i] for i in wanted)))(*run(f, args, wanted, kw)))
 
-    def compiled_run(f, args, wanted_, kw):
+    def dynamic(args, kw):
+        y, gs = run(f, args, wanted, kw)
+        return y, tuple([gs[i] for i in wanted])
+    c = Compiled(getattr(f, "__func__", f), wanted, jit, dynamic)
+
+    @functools.wraps(f)
+    def vg(*args, **kw):
         y, gs = c(args, kw)
-        out = [None] * len(args)
-        for i, g in zip(wanted, gs):
-            out[i] = g
-        return y, out
-    return compiled_run
+        return y, gs[0] if single else _distinct(gs, ()) if repeats else gs
+    return vg
 
 
 def grad(f, argnums=0, has_aux=False, jit=False):

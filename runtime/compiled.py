@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..transforms.typed import (BOOL, F32, F64, I64, NotCompilableError, ScalarFn, infer, is_float,
-                                of_value)
+from ..transforms.typed import (BOOL, F32, F64, I64, Array, NotCompilableError, ScalarFn, Tuple, infer,
+                                is_float, of_value)
 
 _MISSING = object()
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
@@ -51,7 +51,7 @@ def signature(args) -> tuple:
 
 def _key(args) -> tuple:
     """What decides a call's `signature`, cheaper to compute (a key of the cache)."""
-    return tuple((a.dtype.char, a.ndim, a.flags.c_contiguous) if type(a) is np.ndarray
+    return tuple((a.dtype.char, a.ndim) if type(a) is np.ndarray
                  else _SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
 
 
@@ -59,13 +59,17 @@ class _Entry:
     """A compiled gradient for one signature: the numba function, the globals it read,
     and the tapes the last call left (reused, so a steady caller allocates none)."""
 
-    def __init__(self, fused, typed, source, path):
+    def __init__(self, fused, typed, source, path, sig, wrt):
         self.fused, self.typed, self.source, self.path = fused, typed, source, path
+        # (the gradients the dynamic tier gives as None: of ints and bools, and all of them
+        # for a function returning an int or bool, piecewise constant)
+        self.plain = all(is_float(sig[i - 1]) or isinstance(sig[i - 1], (Array, Tuple)) for i in wrt)
         seen = {}
         for g, name, value in typed.reads:
             seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
         self.reads = tuple(seen.values())
         self.returns_float = is_float(_return_type(typed))
+        self.plain = self.plain and self.returns_float
         self.tapes = []
 
     def current(self) -> bool:
@@ -118,7 +122,7 @@ def build(f, sig, wrt) -> _Entry:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         sys.modules[name] = mod
-    return _Entry(mod.fused, typed, src, path)
+    return _Entry(mod.fused, typed, src, path, sig, wrt)
 
 
 class Compiled:
@@ -146,6 +150,9 @@ class Compiled:
         return e
 
     def __call__(self, args, kw):
+        e = self.entries.get((self.f.__code__, _key(args))) if not kw else None
+        if e.__class__ is _Entry and e.plain and e.current():  # (the common case, first)
+            return e(args)
         if kw:
             e = NotCompilableError("keyword arguments", self.f.__code__.co_filename,
                                    self.f.__code__.co_firstlineno, "the compiled tier takes positional ones")

@@ -2,21 +2,23 @@
 
 `source` writes one function that runs the primal's blocks as a state machine (the
 forward sweep), then the blocks' adjoints in reverse (the reverse sweep), in the same
-frame, so a value computed once and never again (outside every loop) is simply still in
-its local when the reverse sweep needs it.  In a block on a cycle, the reverse sweep
-needs the values of each pass: the forward sweep pushes, at the end of the block, those
-it cannot recompute (block arguments, values of other blocks on cycles, results of
-``math`` functions, elements of arrays that are written) onto a float or an int tape; the
-reverse sweep pops them and recomputes the rest (arithmetic, element reads).  Where a
-block has several incoming edges, the forward sweep pushes the edge it took on the int
-tape, and the reverse sweep pops it to go back the same way.  An element write pushes the
-element it overwrites and the reverse sweep puts it back, so every array, the caller's
-too, ends as it began.  Adjoints are typed locals (``d7``) and arrays (``d2``, for an
-array ``%2``), zeroed where their value is defined, so a loop's passes do not mix.
+frame, so a value computed once (outside every loop) is still in its local when the
+reverse sweep needs it.  In a block on a cycle the reverse sweep needs each pass's
+values: it recomputes what it can (arithmetic, element reads of arrays never written)
+from what it has, and the forward sweep pushes the rest at the end of the block onto a
+float or an int tape (block arguments, results of ``math`` functions, elements of arrays
+that are written), which the reverse sweep pops.  A counted loop (``for`` over a range or
+an array) needs no tape for its index: going backwards it is the index after it minus
+the step, and the loop's first pass is the one whose index is the start.  Where another
+block has several incoming edges the forward sweep pushes the edge it took, and the
+reverse sweep pops it to go back the same way.  An element write pushes the element it
+overwrites, and the reverse sweep puts it back, so every array, the caller's too, ends as
+it began.  Adjoints are typed locals (``d7``) and arrays (``d2`` for an array ``%2``),
+zeroed where their value is defined, so a loop's passes do not mix.
 
-For ``s += x[i] ** 2`` in a loop, the forward sweep pushes the index (a block
-argument's value) and the edge into the loop's header; the reverse sweep pops them,
-reads ``x[i]`` again and adds ``2 x[i] d`` into ``d2[i]``:
+For ``s += x[i] ** 2`` in a loop, the loop's block (block 4 of the IR, ``blk == 3``)
+goes forward as the statements it holds, and backwards reads ``x[i]`` again and adds
+``2 x[i] d`` into ``d2[i]``, with nothing on a tape:
 
     >>> from bytegrad.transforms.typed import infer, Array
     >>> def f(x):
@@ -29,26 +31,20 @@ reads ``x[i]`` again and adds ``2 x[i] d`` into ``d2[i]``:
     ...
     def fused(v2, seed, tf, ti):
         ...
-        while True:
-            if blk == 0:
-                v3 = len(v2)
-                ...
             elif blk == 3:
-                v10 = v8_st
-                v11 = v8_st + v4_2
+                v10 = v6
+                v11 = v6 + v4_2
                 v12 = v2[v10]
                 v13 = v12 ** 2
                 v14 = v7 + v13
-                if ni == ti.shape[0]:
-                    ti = _grow(ti)
-                ti[ni] = v10
-                ni += 1
-                ...
+                v6, v7, = v11, v14,
+                blk = 1
+                continue
+        ...
         # the reverse sweep
         ...
             elif blk == 3:
-                ni -= 1
-                v10 = ti[ni]
+                v10 = v6
                 v12 = v2[v10]
                 d7 += d14
                 d13 += d14
@@ -57,12 +53,15 @@ reads ``x[i]`` again and adds ``2 x[i] d`` into ``d2[i]``:
                 d13 = 0.0
                 d2[v10] += d12
                 d12 = 0.0
-                ...
+                blk = 1
+                continue
+        ...
 """
 from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass
 
 from ..ir import Var, ops
 from ..ir.cfg import CFG
@@ -115,6 +114,7 @@ class _Gen:
                 self.defblock[a] = b
             for v, _ in self.ir.blocks[b].stmts:
                 self.defblock[v] = b
+        self.made = {v: st for b in self.blocks for v, st in self.ir.blocks[b].stmts}
         self.steps = {}  # the result of ops.iterate → (what it iterates, its state)
         for b in self.blocks:
             for v, st in self.ir.blocks[b].stmts:
@@ -126,6 +126,11 @@ class _Gen:
         self.wrt = [self.entry[i] for i in wrt]
         self.active = self._activity()
         self.adjname = self._adjoint_names()
+        self.loops = {}
+        for b in self.blocks:
+            loop = self._counted_loop(b)
+            if loop is not None:
+                self.loops[b] = loop
 
     # -- analyses --------------------------------------------------------------
     def fn(self, st):
@@ -150,6 +155,35 @@ class _Gen:
                     seen.add(c)
                     todo.extend(self.cfg.succs[c])
         return out
+
+    def _counted_loop(self, h):
+        """The `_Loop` headed by block ``h`` when it is a ``for`` over a range or an array
+        entered by one edge and continued by one (so its state, the index, is known going
+        backwards: the start, or the index after it minus the step), else None."""
+        blk, edges = self.ir.blocks[h], self.cfg.incoming[h]
+        step = next(((v, st.args) for v, st in blk.stmts if self.fn(st) is ops.iterate), None)
+        if step is None or len(edges) != 2 or step[1][1] not in blk.args:
+            return None
+        over, p = step[1]
+        back = [k for k, (q, _) in enumerate(edges) if self.cfg.dominates(h, q)]
+        if len(back) != 1:
+            return None
+        k = blk.args.index(p)
+        into, again = edges[1 - back[0]][1].args[k], edges[back[0]][1].args[k]
+        made = self.made
+        if not (made.get(into) is not None and self.fn(made[into]) is iter and made[into].args[0] is over
+                and made.get(again) is not None and self.fn(made[again]) is operator.getitem
+                and made[again].args == (step[0], 1)):
+            return None
+        body, todo = {h}, [edges[back[0]][0]]
+        while todo:
+            q = todo.pop()
+            if q not in body:
+                body.add(q)
+                todo.extend(self.cfg.preds[q])
+        rng = self.ty[over] == RANGE
+        return _Loop(p, over, body, 1 - back[0], back[0], edges[1 - back[0]][0] in self.cyclic,
+                     f"{self.e(over)}_0" if rng else "0", f"{self.e(over)}_2" if rng else "1")
 
     def _activity(self):
         """The values that carry a gradient: float content reached from an argument in
@@ -203,7 +237,9 @@ class _Gen:
                     continue
                 kind = self.ty[v]
                 f = self.fn(st)
-                if isinstance(kind, Array):
+                if isinstance(kind, Tuple) and f in (ops.unpack, ops.identity) and isinstance(st.args[0], Var):
+                    names[v] = ("alias", st.args[0])
+                elif isinstance(kind, Array):
                     if f is operator.getitem:  # (an array item of a tuple)
                         names[v] = ("item", st.args[0], st.args[1])
                     else:
@@ -428,29 +464,34 @@ class _Gen:
     # -- blocks ----------------------------------------------------------------
     def plan(self, b):
         """``(stored, recomputed)`` for block ``b``: the values its adjoint needs that the
-        forward sweep pushes at its end, and the statements its reverse runs again."""
+        forward sweep pushes at its end, and the statements its reverse runs again (from
+        values it has: a counted loop's index, values made outside every loop)."""
         blk = self.ir.blocks[b]
-        need = [x for v, st in blk.stmts for x in self.needs(v, st)]
-        if b not in self.cyclic:
+        if b not in self.cyclic:  # (it runs once: its values are still in their locals)
             return [], []
-        need, stored, again = set(need), [], []
-        for v, st in reversed(blk.stmts):
-            if v in need:
-                if self.recomputable(st):
-                    again.append((v, st))
-                    need.update(self.operands(st))
-                else:
-                    stored.append(v)
-        here = {v for v, _ in blk.stmts}
-        for x in sorted((x for x in need if x not in here), key=lambda x: x.id):
-            if self.defblock.get(x, 0) in self.cyclic or x in blk.args:
+        counted = {loop.index for loop in self.loops.values() if b in loop.body}
+        todo = [x for v, st in blk.stmts for x in self.needs(v, st)]
+        seen, stored, again = set(), [], []
+        while todo:
+            x = todo.pop()
+            if x in seen or x in counted:
+                continue
+            seen.add(x)
+            home = self.defblock.get(x, 0)
+            if home != b and home not in self.cyclic:
+                continue
+            st = self.made.get(x)
+            if st is not None and self.recomputable(st):
+                again.append((x, st))
+                todo.extend(self.operands(st))
+            else:
                 stored.append(x)
         for x in stored:
             if not (is_float(self.ty[x]) or self.ty[x] in (I64, BOOL) or isinstance(self.ty[x], Iter)
                     and not self.ty[x].step):
                 raise self.refuse(x, None, f"a {self.ty[x]!r} value inside a loop",
                                   "the reverse sweep would need it from every pass")
-        return stored, again[::-1]
+        return sorted(stored, key=lambda x: x.id), sorted(again, key=lambda p: p[0].id)
 
     def store_kind(self, x):
         return "f" if is_float(self.ty[x]) else "i"
@@ -464,7 +505,7 @@ class _Gen:
             out += self.push(self.store_kind(x), self.e(x))
         for br in blk.branches:
             if br.kind == "return":
-                out += [f"ret = {self.e(br.args[0])}", "break"]
+                out += [f"ret = {self.e(br.args[0])}", "blk = -1", "continue"]
                 break
             edge = self.edge_lines(b, br)
             if br.cond is None:
@@ -481,11 +522,22 @@ class _Gen:
         if pairs:
             vals = [self.e(a) if a is not ops.UNDEF else _zero(self.ty[p]) for p, a in pairs]
             out.append(f"{', '.join(self.e(p) for p, _ in pairs)}, = {', '.join(vals)},")
+        for x in self.leaving(b, br.target):
+            out += self.push("i", x)
         edges = self.cfg.incoming[br.target]
-        if len(edges) > 1:
+        if len(edges) > 1 and br.target not in self.loops:
             k = next(i for i, (p, e) in enumerate(edges) if e is br)
             out += self.push("i", str(k))
         return out + [f"blk = {br.target}", "continue"]
+
+    def leaving(self, b, target):
+        """What an edge from ``b`` to ``target`` saves of the loops it leaves that may run
+        again (inside another loop): their index and their range's start and step."""
+        out = []
+        for loop in self.loops.values():
+            if loop.again and b in loop.body and target not in loop.body:
+                out += [self.e(loop.index)] + [x for x in (loop.start, loop.step) if x[0] == "v"]
+        return out
 
     def reverse_block(self, b, stored, again):
         blk = self.ir.blocks[b]
@@ -497,10 +549,15 @@ class _Gen:
         for v, st in reversed(blk.stmts):
             out += self.reverse(v, st)
         edges = self.cfg.incoming[b]
-        if b == 0:
-            return out + ["break"]
+        if b == 0:  # (the loop ends by its test: numba can fail to type a local assigned
+            return out + ["blk = -1"]  # just before a break)
         if len(edges) == 1:
             return out + self.back(b, *edges[0])
+        if b in self.loops:
+            loop = self.loops[b]
+            i = self.e(loop.index)
+            return out + [f"if {i} == {loop.start}:"] + ["    " + x for x in self.back(b, *edges[loop.entry])] + \
+                [f"{i} -= {loop.step}"] + self.back(b, *edges[loop.latch])
         out += ["ni -= 1", "edge = ti[ni]"]
         for k, (p, br) in enumerate(edges):
             out += [f"{'if' if k == 0 else 'elif'} edge == {k}:"] + ["    " + x for x in self.back(b, p, br)]
@@ -518,6 +575,8 @@ class _Gen:
             out += [f"m{k} = {dq}", f"{dq} = 0.0"]
         for k, (a, dq) in enumerate(moves):
             out += self.add(a, f"m{k}")
+        for x in reversed(self.leaving(p, b)):
+            out += self.pop("i", x)
         return out + [f"blk = {p}", "continue"]
 
     # -- the function -----------------------------------------------------------
@@ -528,19 +587,19 @@ class _Gen:
         params = [self.e(a) for a in self.entry[1:]]
         body = self.declarations()
         plans = {b: self.plan(b) for b in self.blocks}
-        body += ["blk = 0", "ret = 0.0", "while True:"]
+        body += ["blk = 0", "ret = 0.0", "while blk >= 0:"]
         for k, b in enumerate(self.blocks):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
             body += ["        " + x for x in self.forward_block(b, plans[b][0])]
         body += ["# the reverse sweep"] + self.seed()
         ret = self.ir.blocks[[b for b in self.blocks
                               if any(br.kind == "return" for br in self.ir.blocks[b].branches)][0]]
-        body += [f"blk = {self.ir.blocks.index(ret)}", "while True:"]
+        body += [f"blk = {self.ir.blocks.index(ret)}", "while blk >= 0:"]
         for k, b in enumerate(self.blocks):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
             body += ["        " + x for x in self.reverse_block(b, *plans[b])]
         body += [f"return ret, {''.join(self.gradient(x) + ', ' for x in self.wrt)}tf, ti, nf, ni"]
-        return f"@numba.njit(cache=True)\ndef fused({', '.join(params + ['seed', 'tf', 'ti'])}):\n" + \
+        return f"@numba.njit(cache=True, boundscheck=True)\ndef fused({', '.join(params + ['seed', 'tf', 'ti'])}):\n" + \
             "\n".join("    " + x for x in body) + "\n"
 
     def seed(self):
@@ -552,7 +611,7 @@ class _Gen:
         if isinstance(kind, Tuple):
             return "(" + "".join((self.d(x, k) or _zero(i)) + ", " for k, i in enumerate(kind.items)
                                  if not isinstance(i, Array) or self.d(x, k)) + ")"
-        return self.d(x) or _zero(kind)
+        return self.d(x) or "None"  # (no path from it to the result)
 
     def declarations(self):
         """Every local typed from the start (numba types a local once): numbers zero, the
@@ -595,6 +654,21 @@ class _Gen:
         if kind in (F64, F32, I64, BOOL) or isinstance(kind, Tuple) and all(i in (F64, F32, I64, BOOL) for i in kind.items):
             return [f"{y} = {_zero(kind)}"]
         return []
+
+
+@dataclass
+class _Loop:
+    """A counted loop: its index (the header's argument), what it iterates, its blocks, the
+    positions of its entry and back edges among the header's, whether it may run again
+    (it sits in another loop), and its start and step as code."""
+    index: Var
+    over: Var
+    body: set
+    entry: int
+    latch: int
+    again: bool
+    start: str
+    step: str
 
 
 def _zero(kind) -> str:

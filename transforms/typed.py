@@ -1,7 +1,7 @@
 """Type inference on the lifted IR, for the compiled tier.
 
 Given the types of a call's arguments (float64, float32, int64 and bool scalars,
-C-contiguous float arrays of 1 to 3 dimensions, tuples of these), `infer` gives every
+float arrays of 1 to 3 dimensions, of any strides, tuples of these), `infer` gives every
 SSA value of the primal IR a type, or refuses with the construct, the user's file and
 line and the reason (`NotCompilableError`).  Globals are read once, when the function is
 typed: a module or function becomes a constant callee, a number a literal (the caller
@@ -45,6 +45,7 @@ import types
 from dataclasses import dataclass, field
 
 from ..ir import IR, Branch, Global, Stmt, Var, lift, ops
+from ..ir.cfg import CFG
 from ..ir.simplify import substitute
 from .returns import unify_returns
 
@@ -137,14 +138,40 @@ def of_value(x) -> Type:
         return F64
     if isinstance(x, np.float32):
         return F32
-    if isinstance(x, np.ndarray) and x.dtype in (np.float64, np.float32) and 1 <= x.ndim <= 3 \
-            and x.flags.c_contiguous:
+    if isinstance(x, np.ndarray) and x.dtype in (np.float64, np.float32) and 1 <= x.ndim <= 3:
         return Array(x.dtype.name, x.ndim)
     if type(x) is tuple:
         return Tuple(tuple(map(of_value, x)))
     if x is ops.UNDEF:
         return UNDEF_T
     return Const(x)
+
+
+def parse(text: str) -> tuple:
+    """Argument types written as they print: ``"float64[:, :], int64, (float64, float64)"``.
+
+    >>> parse("float64[:], float32, (int64, bool)")
+    (float64[:], float32, (int64, bool))
+    """
+    out, depth, start = [], 0, 0
+    text = text.strip()
+    for i, c in enumerate(text + ","):
+        depth += (c in "([") - (c in ")]")
+        if c == "," and depth == 0:
+            part = text[start:i].strip()
+            start = i + 1
+            if not part:
+                continue
+            if part.startswith("("):
+                out.append(Tuple(parse(part[1:-1])))
+            elif "[" in part:
+                out.append(Array(part[:part.index("[")].strip(), part.count(":")))
+            elif part in ("float64", "float32", "int64", "bool", "float", "int"):
+                out.append({"float": F64, "int": I64}.get(part) or Scalar(part))
+            else:
+                raise ValueError(f"{part!r} is not a type the compiled tier takes (float64, float32, "
+                                 f"int64, bool, float64[:] … float64[:, :, :], or a tuple of them)")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -341,13 +368,20 @@ class _Inference:
 
     def run(self, argtypes):
         ir = self.t.ir
+        for blk in ir.blocks:
+            for br in blk.branches:
+                if br.kind not in ("br", "return") or br.catch:
+                    line = br.line if br.line is not None else next((st.line for _, st in blk.stmts), None)
+                    raise self.refuse(None, line, "try/except" if br.catch else f"a {br.kind}",
+                                      "exceptions are not compiled")
         entry = ir.blocks[0]
         for a, at in zip(entry.args, argtypes):
             self.ty[a] = at
         changed = True
         while changed:
             changed = False
-            for b, blk in enumerate(ir.blocks):
+            for b in CFG.of(ir).order:  # (a join after the blocks that jump to it)
+                blk = ir.blocks[b]
                 if b not in self.reached:
                     continue
                 for v, st in blk.stmts:
@@ -356,10 +390,6 @@ class _Inference:
                     changed |= self.branch(b, br)
         for b in sorted(self.reached):  # (blocks never reached stay untyped: codegen drops them)
             for br in ir.blocks[b].branches:
-                if br.kind != "br" and br.kind != "return":
-                    raise self.refuse(None, br.line, f"a {br.kind}", "exceptions are not compiled")
-                if br.catch:
-                    raise self.refuse(None, br.line, "try/except", "exceptions are not compiled")
                 if br.kind == "return" and not is_float(self.type(br.args[0])) and \
                         self.type(br.args[0]) not in (I64, BOOL):
                     raise self.refuse(None, br.line, "the return value",
@@ -455,6 +485,9 @@ class _Inference:
             raise _No("only the end of a loop is tested with 'is'")
         if f is ops.build_tuple:
             return Tuple(tuple(args))
+        if f is slice:
+            raise _No("a slice of an array is an array; the compiled tier reads single elements, "
+                      "one int per dimension")
         if f is ops.unpack and isinstance(args[0], Tuple) and len(args[0].items) == st.args[1]:
             return args[0]
         raise _No("it has no compiled derivative (the eligible calls: arithmetic, comparisons, "
@@ -512,5 +545,5 @@ def _construct(st) -> str:
     return f"{fmt(st.fn)}(...)"
 
 
-__all__ = ["infer", "NotCompilableError", "Typed", "Scalar", "Array", "Tuple", "Const", "Iter",
+__all__ = ["infer", "parse", "NotCompilableError", "Typed", "Scalar", "Array", "Tuple", "Const", "Iter",
            "ScalarFn", "F64", "F32", "I64", "BOOL", "RANGE", "of_value", "is_float"]
