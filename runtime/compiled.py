@@ -27,7 +27,7 @@ import numpy as np
 from ..transforms.typed import (BOOL, F32, F64, I64, Array, NotCompilableError, ScalarFn, Tuple, infer,
                                 is_float, of_value)
 
-_MISSING = object()
+_BUILTINS = vars(builtins)
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
 _SCALAR_TYPES = {float: F64, int: I64, bool: BOOL, np.float64: F64, np.float32: F32,
                  np.int64: I64, np.bool_: BOOL}
@@ -51,13 +51,13 @@ def signature(args) -> tuple:
 
 def _key(args) -> tuple:
     """What decides a call's `signature`, cheaper to compute (a key of the cache)."""
-    return tuple((a.dtype.char, a.ndim) if type(a) is np.ndarray
-                 else _SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
+    return tuple([(a.dtype.char, a.ndim) if type(a) is np.ndarray
+                  else type(a) if type(a) in _SCALAR_TYPES else of_value(a) for a in args])
 
 
 class _Entry:
     """A compiled gradient for one signature: the numba function, the globals it read,
-    and the tapes the last call left (reused, so a steady caller allocates none)."""
+    and the sizes of the tapes the last call reached (so the next allocates them once)."""
 
     def __init__(self, fused, typed, source, path, sig, wrt):
         self.fused, self.typed, self.source, self.path = fused, typed, source, path
@@ -70,25 +70,18 @@ class _Entry:
         self.reads = tuple(seen.values())
         self.returns_float = is_float(_return_type(typed))
         self.plain = self.plain and self.returns_float
-        self.tapes = []
+        self.sizes = (64, 64)  # (the tapes' sizes the last call reached)
 
     def current(self) -> bool:
         for g, name, value, code in self.reads:
-            now = g.get(name, _MISSING)
-            if now is _MISSING:
-                now = vars(builtins).get(name)
-            if now is not value or code is not None and value.__code__ is not code:
+            if g.get(name, _BUILTINS.get(name)) is not value or code is not None and value.__code__ is not code:
                 return False
         return True
 
     def __call__(self, args):
-        try:  # (list.pop and append are atomic: each thread takes tapes of its own)
-            tf, ti = self.tapes.pop()
-        except IndexError:
-            tf, ti = np.empty(64), np.empty(64, np.int64)
-        r = self.fused(*args, 1.0, tf, ti)
-        self.tapes.append((r[-4], r[-3]))
-        return r[0], r[1:-4]
+        r = self.fused(*args, 1.0, *self.sizes)
+        self.sizes = r[-2:]
+        return r[0], r[1:-2]
 
 
 def _return_type(typed):
@@ -131,10 +124,13 @@ class Compiled:
 
     def __init__(self, f, wanted, jit, dynamic):
         self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
-        self.entries = {}  # (code, signature, number of arguments) → _Entry, or the refusal
+        self.code = f.__code__
+        self.entries = {}  # `_key` of the arguments → _Entry, or the refusal, for self.code
 
     def entry(self, args):
-        key = (self.f.__code__, _key(args))
+        if self.f.__code__ is not self.code:  # (the function was given new code)
+            self.code, self.entries = self.f.__code__, {}
+        key = _key(args)
         e = self.entries.get(key)
         if e is None or e.__class__ is _Entry and not e.current():
             n = len(args)
@@ -150,8 +146,8 @@ class Compiled:
         return e
 
     def __call__(self, args, kw):
-        e = self.entries.get((self.f.__code__, _key(args))) if not kw else None
-        if e.__class__ is _Entry and e.plain and e.current():  # (the common case, first)
+        e = self.entries.get(_key(args)) if not kw else None
+        if e.__class__ is _Entry and e.plain and self.f.__code__ is self.code and e.current():
             return e(args)
         if kw:
             e = NotCompilableError("keyword arguments", self.f.__code__.co_filename,

@@ -16,9 +16,9 @@ overwrites, and the reverse sweep puts it back, so every array, the caller's too
 it began.  Adjoints are typed locals (``d7``) and arrays (``d2`` for an array ``%2``),
 zeroed where their value is defined, so a loop's passes do not mix.
 
-For ``s += x[i] ** 2`` in a loop, the loop's block (block 4 of the IR, ``blk == 3``)
-goes forward as the statements it holds, and backwards reads ``x[i]`` again and adds
-``2 x[i] d`` into ``d2[i]``, with nothing on a tape:
+For ``s += x[i] ** 2`` in a loop, the loop (blocks 2 and 4 of the IR) runs in a ``while``
+of its own, each way; going backwards it reads ``x[i]`` again and adds ``2 x[i] d`` into
+``d2[i]``, with nothing on a tape:
 
     >>> from bytegrad.transforms.typed import infer, Array
     >>> def f(x):
@@ -29,32 +29,46 @@ goes forward as the statements it holds, and backwards reads ``x[i]`` again and 
     >>> print(source(infer(f, (Array("float64", 1),), {}), (1,), {}))
     import math
     ...
-    def fused(v2, seed, tf, ti):
+    def fused(v2, seed, nf, ni):
         ...
-            elif blk == 3:
-                v10 = v6
-                v11 = v6 + v4_2
-                v12 = v2[v10]
-                v13 = v12 ** 2
-                v14 = v7 + v13
-                v6, v7, = v11, v14,
-                blk = 1
-                continue
+            elif blk == 1:
+                while True:
+                    v9 = (v6 < v4_1 if v4_2 > 0 else v6 > v4_1)
+                    if not v9:
+                        blk = 2
+                        break
+                    v10 = v6
+                    v11 = v6 + v4_2
+                    if v10 >= v2.shape[0] or v10 < -v2.shape[0]:
+                        raise IndexError('...:4: index out of range')
+                    v12 = v2[v10]
+                    v13 = v12 ** 2
+                    v14 = v7 + v13
+                    v6, v7, = v11, v14,
+                    continue
         ...
         # the reverse sweep
         ...
-            elif blk == 3:
-                v10 = v6
-                v12 = v2[v10]
-                d7 += d14
-                d13 += d14
-                d14 = 0.0
-                d12 += d13 * 2.0 * v12
-                d13 = 0.0
-                d2[v10] += d12
-                d12 = 0.0
-                blk = 1
-                continue
+            elif blk == 1:
+                while True:
+                    if v6 == v4_0:
+                        m0 = d7
+                        d7 = 0.0
+                        blk = 0
+                        break
+                    v6 -= v4_2
+                    m0 = d7
+                    d7 = 0.0
+                    d14 += m0
+                    v10 = v6
+                    v12 = v2[v10]
+                    d7 += d14
+                    d13 += d14
+                    d14 = 0.0
+                    d12 += d13 * 2.0 * v12
+                    d13 = 0.0
+                    d2[v10] += d12
+                    d12 = 0.0
         ...
 """
 from __future__ import annotations
@@ -90,10 +104,11 @@ def _grow(t):
 
 
 def source(t, wrt, funcs) -> str:
-    """The module source of ``fused(*args, seed, tf, ti)`` for typed IR ``t``: it returns
-    ``(value, gradients of the entry arguments at positions wrt, tf, ti, nf, ni)``, where
-    ``tf`` and ``ti`` are the float and int tapes (grown when they fill up; the caller
-    passes the ones the last call returned, so a steady caller allocates none)."""
+    """The module source of ``fused(*args, seed, nf, ni)`` for typed IR ``t``: it returns
+    ``(value, gradients of the entry arguments at positions wrt, nf, ni)``, where ``nf`` and
+    ``ni`` are the sizes the float and int tapes start with and reached (they grow when
+    they fill up; the caller passes what the last call reached, so a steady caller's
+    tapes are allocated once per call, at their size)."""
     return HELPERS + "\n\n" + _Gen(t, wrt, funcs).function()
 
 
@@ -131,6 +146,8 @@ class _Gen:
             loop = self._counted_loop(b)
             if loop is not None:
                 self.loops[b] = loop
+        self.tight = {h: loop.body.difference({h}).pop() for h, loop in self.loops.items()
+                      if self._tight(h, loop)}
 
     # -- analyses --------------------------------------------------------------
     def fn(self, st):
@@ -184,6 +201,16 @@ class _Gen:
         rng = self.ty[over] == RANGE
         return _Loop(p, over, body, 1 - back[0], back[0], edges[1 - back[0]][0] in self.cyclic,
                      f"{self.e(over)}_0" if rng else "0", f"{self.e(over)}_2" if rng else "1")
+
+    def _tight(self, h, loop) -> bool:
+        """Whether counted loop ``loop`` is its header and one block (the latch), entered
+        by one edge from the header and going back by its only branch."""
+        if len(loop.body) != 2:
+            return False
+        latch = loop.body.difference({h}).pop()
+        brs = self.ir.blocks[latch].branches
+        return len(self.cfg.incoming[latch]) == 1 and len(brs) == 1 and brs[0].target == h \
+            and brs[0].cond is None and brs[0].kind == "br"
 
     def _activity(self):
         """The values that carry a gradient: float content reached from an argument in
@@ -316,6 +343,23 @@ class _Gen:
         if f is ops.unpack:
             return [f"{y} = {self.e(a[0])}"]
         raise self.refuse(v, st.line, repr(st), "the compiled tier has no code for it")
+
+    def bounds(self, v, st):
+        """The forward sweep's test of an element access's index, raising IndexError as
+        Python would (the reverse sweep accesses no other elements, so it tests none)."""
+        f, a = self.fn(st), st.args
+        el = self.element(st) if f is operator.getitem else (a[0], a[1]) if f is operator.setitem else None
+        if el is None or a[0] in self.steps:  # (an iteration over an array stays in it)
+            return []
+        arr, idx = el
+        n = self.ty[arr].ndim
+        parts = [self.e(idx)] if n == 1 else [literal(i) for i in idx] if isinstance(idx, tuple) \
+            else [f"{self.e(idx)}[{k}]" for k in range(n)]
+        filename, line = self.t.where(v, st.line)
+        msg = literal(f"{filename}:{line}: index out of range")
+        return [line for k, i in enumerate(parts)
+                for line in (f"if {i} >= {self.e(arr)}.shape[{k}] or {i} < -{self.e(arr)}.shape[{k}]:",
+                             f"    raise IndexError({msg})")]
 
     def getitem(self, v, a):
         y, x = self.e(v), a[0]
@@ -496,25 +540,34 @@ class _Gen:
     def store_kind(self, x):
         return "f" if is_float(self.ty[x]) else "i"
 
-    def forward_block(self, b, stored):
-        blk = self.ir.blocks[b]
+    def forward_block(self, b, plans, inner=False):
+        """Block ``b`` going forward.  The header of a tight loop (`_tight`) runs the loop
+        in a ``while`` of its own, its latch's code inline: the back edge continues it,
+        every other edge breaks out to the dispatch (``inner`` within that ``while``)."""
+        blk, stored = self.ir.blocks[b], plans[b][0]
         out = []
         for v, st in blk.stmts:
-            out += self.forward(v, st)
+            out += self.bounds(v, st) + self.forward(v, st)
         for x in stored:
             out += self.push(self.store_kind(x), self.e(x))
+        tight = self.tight.get(b)
         for br in blk.branches:
             if br.kind == "return":
-                out += [f"ret = {self.e(br.args[0])}", "blk = -1", "continue"]
+                out += [f"ret = {self.e(br.args[0])}", "blk = -1", "break" if inner else "continue"]
                 break
-            edge = self.edge_lines(b, br)
+            if tight is not None and br.target == tight:
+                edge = self.edge_lines(b, br, self.forward_block(tight, plans, True))
+            elif inner and br.target in self.tight:
+                edge = self.edge_lines(b, br, ["continue"])
+            else:
+                edge = self.edge_lines(b, br, [f"blk = {br.target}", "break" if inner or tight else "continue"])
             if br.cond is None:
                 out += edge
                 break
             out += [f"if not {self.e(br.cond)}:"] + ["    " + x for x in edge]
-        return out
+        return ["while True:"] + ["    " + x for x in out] if tight is not None else out
 
-    def edge_lines(self, b, br):
+    def edge_lines(self, b, br, end):
         params = self.ir.blocks[br.target].args
         out = []
         pairs = [(p, a) for p, a in zip(params, br.args)
@@ -528,7 +581,7 @@ class _Gen:
         if len(edges) > 1 and br.target not in self.loops:
             k = next(i for i, (p, e) in enumerate(edges) if e is br)
             out += self.push("i", str(k))
-        return out + [f"blk = {br.target}", "continue"]
+        return out + end
 
     def leaving(self, b, target):
         """What an edge from ``b`` to ``target`` saves of the loops it leaves that may run
@@ -539,33 +592,44 @@ class _Gen:
                 out += [self.e(loop.index)] + [x for x in (loop.start, loop.step) if x[0] == "v"]
         return out
 
-    def reverse_block(self, b, stored, again):
-        blk = self.ir.blocks[b]
-        out = []
-        for x in reversed(stored):
-            out += self.pop(self.store_kind(x), self.e(x))
-        for v, st in again:
-            out += self.forward(v, st)
-        for v, st in reversed(blk.stmts):
-            out += self.reverse(v, st)
+    def reverse_block(self, b, plans):
+        """Block ``b`` going backwards; a tight loop's header runs the loop backwards in a
+        ``while`` of its own, its latch's adjoint inline."""
+        out = self.reverse_body(b, plans)
         edges = self.cfg.incoming[b]
         if b == 0:  # (the loop ends by its test: numba can fail to type a local assigned
             return out + ["blk = -1"]  # just before a break)
         if len(edges) == 1:
             return out + self.back(b, *edges[0])
         if b in self.loops:
-            loop = self.loops[b]
+            loop, latch = self.loops[b], self.tight.get(b)
             i = self.e(loop.index)
-            return out + [f"if {i} == {loop.start}:"] + ["    " + x for x in self.back(b, *edges[loop.entry])] + \
-                [f"{i} -= {loop.step}"] + self.back(b, *edges[loop.latch])
+            first = self.back(b, *edges[loop.entry], "break" if latch is not None else "continue")
+            out += [f"if {i} == {loop.start}:"] + ["    " + x for x in first] + [f"{i} -= {loop.step}"]
+            if latch is None:
+                return out + self.back(b, *edges[loop.latch])
+            out += self.back(b, *edges[loop.latch], None) + self.reverse_body(latch, plans) + \
+                self.back(latch, *self.cfg.incoming[latch][0], None)
+            return ["while True:"] + ["    " + x for x in out]
         out += ["ni -= 1", "edge = ti[ni]"]
         for k, (p, br) in enumerate(edges):
             out += [f"{'if' if k == 0 else 'elif'} edge == {k}:"] + ["    " + x for x in self.back(b, p, br)]
         return out + ["continue"]
 
-    def back(self, b, p, br):
+    def reverse_body(self, b, plans):
+        stored, again = plans[b]
+        out = []
+        for x in reversed(stored):
+            out += self.pop(self.store_kind(x), self.e(x))
+        for v, st in again:
+            out += self.forward(v, st)
+        for v, st in reversed(self.ir.blocks[b].stmts):
+            out += self.reverse(v, st)
+        return out
+
+    def back(self, b, p, br, end="continue"):
         """Along edge ``br`` from block ``p`` backwards: block ``b``'s arguments' adjoints
-        go to what the edge passed them."""
+        go to what the edge passed them; then to ``p`` by ``end`` (None: fall through)."""
         out, moves = [], []
         for q, a in zip(self.ir.blocks[b].args, br.args):
             dq = self.d(q)
@@ -577,7 +641,7 @@ class _Gen:
             out += self.add(a, f"m{k}")
         for x in reversed(self.leaving(p, b)):
             out += self.pop("i", x)
-        return out + [f"blk = {p}", "continue"]
+        return out + ([] if end is None else [f"blk = {p}", end])
 
     # -- the function -----------------------------------------------------------
     def function(self) -> str:
@@ -588,18 +652,19 @@ class _Gen:
         body = self.declarations()
         plans = {b: self.plan(b) for b in self.blocks}
         body += ["blk = 0", "ret = 0.0", "while blk >= 0:"]
-        for k, b in enumerate(self.blocks):
+        shown = [b for b in self.blocks if b not in self.tight.values()]  # (latches run inline)
+        for k, b in enumerate(shown):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
-            body += ["        " + x for x in self.forward_block(b, plans[b][0])]
+            body += ["        " + x for x in self.forward_block(b, plans)]
         body += ["# the reverse sweep"] + self.seed()
         ret = self.ir.blocks[[b for b in self.blocks
                               if any(br.kind == "return" for br in self.ir.blocks[b].branches)][0]]
         body += [f"blk = {self.ir.blocks.index(ret)}", "while blk >= 0:"]
-        for k, b in enumerate(self.blocks):
+        for k, b in enumerate(shown):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
-            body += ["        " + x for x in self.reverse_block(b, *plans[b])]
-        body += [f"return ret, {''.join(self.gradient(x) + ', ' for x in self.wrt)}tf, ti, nf, ni"]
-        return f"@numba.njit(cache=True, boundscheck=True)\ndef fused({', '.join(params + ['seed', 'tf', 'ti'])}):\n" + \
+            body += ["        " + x for x in self.reverse_block(b, plans)]
+        body += [f"return ret, {''.join(self.gradient(x) + ', ' for x in self.wrt)}tf.shape[0], ti.shape[0]"]
+        return f"@numba.njit(cache=True)\ndef fused({', '.join(params + ['seed', 'nf', 'ni'])}):\n" + \
             "\n".join("    " + x for x in body) + "\n"
 
     def seed(self):
@@ -616,7 +681,8 @@ class _Gen:
     def declarations(self):
         """Every local typed from the start (numba types a local once): numbers zero, the
         adjoints of arrays passed in zero arrays like them, empty tapes."""
-        out, seen = ["nf = 0", "ni = 0", "best = 0", "top = 0.0", "edge = 0"], set()
+        out, seen = ["tf = np.empty(nf)", "ti = np.empty(ni, np.int64)", "nf = 0", "ni = 0", "best = 0",
+                     "top = 0.0", "edge = 0"], set()
         out += [f"m{k} = 0.0" for k in range(max([len(self.ir.blocks[b].args) for b in self.blocks]))]
         for x in self.entry[1:]:
             kind = self.ty[x]

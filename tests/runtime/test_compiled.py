@@ -218,3 +218,26 @@ def test_import_does_not_import_numba():
     out = subprocess.run([sys.executable, "-c", "import sys, bytegrad; print('numba' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def reads_past_the_end(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i + 1] * x[i]
+    return s
+
+
+def test_an_index_out_of_range_raises_index_error_at_its_line():
+    line = reads_past_the_end.__code__.co_firstlineno + 3
+    with pytest.raises(IndexError, match=f"{__file__}:{line}: index out of range"):
+        bytegrad.grad(reads_past_the_end, jit=True)(np.ones(4))
+
+
+def test_negative_indices_count_from_the_end_as_in_python():
+    def f(x):
+        s = 0.0
+        for i in range(len(x)):
+            s += x[i - 1] * x[-1 - i] ** 2
+        return s
+    x = np.linspace(0.5, 2.0, 5)
+    assert agree(bytegrad.grad(f, jit=True)(x), bytegrad.grad(f)(x))

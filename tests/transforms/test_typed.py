@@ -101,7 +101,7 @@ def test_cli_dumps_the_typed_ir_and_the_fused_source(tmp_path):
     spec = importlib.util.spec_from_file_location("fused_ode", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    out = mod.fused(0.5, 1.2, 0.7, 1.0, np.empty(4), np.empty(4, np.int64))
+    out = mod.fused(0.5, 1.2, 0.7, 1.0, 4, 4)
     assert out[0] == ode(0.5, 1.2, 0.7)
     h = 1e-6
     assert abs(out[1] - (ode(0.5 + h, 1.2, 0.7) - ode(0.5 - h, 1.2, 0.7)) / (2 * h)) < 1e-6
