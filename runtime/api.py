@@ -316,13 +316,8 @@ def value_and_grad(f, argnums=0, has_aux=False, jit=False):
     computes the gradient with the compiled tier (`runtime.compiled`), or raises
     `NotCompilableError`; ``jit="auto"`` takes the compiled tier where it can."""
     _callable(f)
-    if jit not in (False, True, "auto"):
-        raise ValueError(f"jit={jit!r}: give True, False or 'auto'")
-    if jit and has_aux:
-        raise TypeError("has_aux=True is not compiled: give jit=False, or return the number alone")
-    single = isinstance(argnums, (int, np.integer))
-    wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
-    repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
+    _check_jit(jit, has_aux)
+    single, wanted, repeats = _argnums(argnums)
     if single:
         pick = operator.itemgetter(wanted[0])
     elif len(wanted) > 1:
@@ -340,27 +335,45 @@ def value_and_grad(f, argnums=0, has_aux=False, jit=False):
     return vg
 
 
-def _compiled_vg(f, wanted, jit, single, repeats, run):
-    """`value_and_grad` through the compiled tier (`runtime.compiled`), which falls back on
-    ``run``, the dynamic tier, for ``jit="auto"``."""
+def _argnums(argnums):
+    """``(single, wanted, repeats)``: whether ``argnums`` is one index, the indices, and
+    whether one may repeat (a negative index may name the same argument as another)."""
+    single = isinstance(argnums, (int, np.integer))
+    wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
+    return single, wanted, len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0
+
+
+def _check_jit(jit, has_aux):
+    if jit not in (False, True, "auto"):
+        raise ValueError(f"jit={jit!r}: give True, False or 'auto'")
+    if jit and has_aux:
+        raise TypeError("has_aux=True is not compiled: give jit=False, or return the number alone")
+
+
+def _compiled_vg(f, wanted, jit, single, repeats, run, value=True):
+    """`value_and_grad` (or, without ``value``, `grad`) through the compiled tier
+    (`runtime.compiled`), which falls back on ``run``, the dynamic tier, for
+    ``jit="auto"``."""
     from .compiled import Compiled
 
     def dynamic(args, kw):
         y, gs = run(f, args, wanted, kw)
         return y, tuple([gs[i] for i in wanted])
-    c = Compiled(getattr(f, "__func__", f), wanted, jit, dynamic)
-
-    @functools.wraps(f)
-    def vg(*args, **kw):
-        y, gs = c(args, kw)
-        return y, gs[0] if single else _distinct(gs, ()) if repeats else gs
-    return vg
+    vg = Compiled(f, wanted, jit, dynamic).function(single, value)
+    if repeats and not single:  # (one array given twice gets two gradients, not one)
+        return functools.wraps(f)(lambda *a, **k: (lambda y, g: (y, _distinct(g, ())))(*vg(*a, **k))
+                                  if value else _distinct(vg(*a, **k), ()))
+    return functools.wraps(f)(vg)
 
 
 def grad(f, argnums=0, has_aux=False, jit=False):
     """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
     ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``; ``jit`` as in
     `value_and_grad`."""
+    if jit:
+        _check_jit(jit, has_aux)
+        single, wanted, repeats = _argnums(argnums)
+        return _compiled_vg(_callable(f), wanted, jit, single, repeats, _value_and_gradient, value=False)
     vg = value_and_grad(f, argnums, has_aux, jit)
     if has_aux:
         return functools.wraps(f)(lambda *args, **kw: _swap_aux(vg(*args, **kw)))

@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 import threading
+import types
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,8 @@ def _key(args) -> tuple:
 
 class _Entry:
     """A compiled gradient for one signature: the numba function, the globals it read,
-    and the sizes of the tapes the last call reached (so the next allocates them once)."""
+    and the numbers of values the last call pushed on its tapes (the next allocates them
+    at that size)."""
 
     def __init__(self, fused, typed, source, path, sig, wrt):
         self.fused, self.typed, self.source, self.path = fused, typed, source, path
@@ -70,7 +72,7 @@ class _Entry:
         self.reads = tuple(seen.values())
         self.returns_float = is_float(_return_type(typed))
         self.plain = self.plain and self.returns_float
-        self.sizes = (64, 64)  # (the tapes' sizes the last call reached)
+        self.sizes = (0, 0)  # (the numbers of values the last call pushed on its tapes)
 
     def current(self) -> bool:
         for g, name, value, code in self.reads:
@@ -124,10 +126,13 @@ class Compiled:
 
     def __init__(self, f, wanted, jit, dynamic):
         self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
-        self.code = f.__code__
+        self.code = f.__code__ if isinstance(f, types.FunctionType) else None
         self.entries = {}  # `_key` of the arguments → _Entry, or the refusal, for self.code
 
     def entry(self, args):
+        if self.code is None:
+            return NotCompilableError(f"{self.f!r}", "<unknown>", None, "the compiled tier takes a "
+                                      "Python function (not a method, a class or a callable object)")
         if self.f.__code__ is not self.code:  # (the function was given new code)
             self.code, self.entries = self.f.__code__, {}
         key = _key(args)
@@ -162,6 +167,29 @@ class Compiled:
         if not e.returns_float:  # piecewise constant: no gradient
             return _as_returned(y, e), (None,) * len(self.wanted)
         return y, tuple(_as_given(g, args[i]) for g, i in zip(gs, self.wanted))
+
+
+    def function(self, single, value=True):
+        """The function `value_and_grad` (``value``) or `grad` returns: the common case (a
+        gradient compiled for such arguments, the globals it read unchanged) in as few
+        steps as Python allows, any other by `__call__`."""
+        f, slow = self.f, self.__call__
+
+        def vg(*args, **kw):
+            e = self.entries.get(_key(args)) if not kw else None
+            if e.__class__ is _Entry and e.plain and f.__code__ is self.code:
+                for g, name, was, code in e.reads:
+                    if g.get(name, _BUILTINS.get(name)) is not was or code is not None and was.__code__ is not code:
+                        break
+                else:
+                    r = e.fused(*args, 1.0, *e.sizes)
+                    e.sizes = r[-2:]
+                    gs = r[1] if single else r[1:-2]
+                    return (r[0], gs) if value else gs
+            y, gs = slow(args, kw)
+            gs = gs[0] if single else gs
+            return (y, gs) if value else gs
+        return vg
 
 
 def _as_returned(y, e):

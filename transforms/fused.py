@@ -33,12 +33,12 @@ of its own, each way; going backwards it reads ``x[i]`` again and adds ``2 x[i] 
         ...
             elif blk == 1:
                 while True:
-                    v9 = (v6 < v4_1 if v4_2 > 0 else v6 > v4_1)
+                    v9 = v6 < v4_1
                     if not v9:
                         blk = 2
                         break
                     v10 = v6
-                    v11 = v6 + v4_2
+                    v11 = v6 + 1
                     if v10 >= v2.shape[0] or v10 < -v2.shape[0]:
                         raise IndexError('...:4: index out of range')
                     v12 = v2[v10]
@@ -51,12 +51,12 @@ of its own, each way; going backwards it reads ``x[i]`` again and adds ``2 x[i] 
         ...
             elif blk == 1:
                 while True:
-                    if v6 == v4_0:
+                    if v6 == 0:
                         m0 = d7
                         d7 = 0.0
                         blk = 0
                         break
-                    v6 -= v4_2
+                    v6 -= 1
                     m0 = d7
                     d7 = 0.0
                     d14 += m0
@@ -97,8 +97,11 @@ import numba
 
 @numba.njit(cache=True)
 def _grow(t):
+    # (doubling: 16 B a value at most, past the first 64; 8 B when the caller passes the
+    # size the tape needs)
     new = np.empty(2 * t.shape[0] + 64, t.dtype)
-    new[:t.shape[0]] = t
+    for k in range(t.shape[0]):  # (a loop: numba compiles a slice's copy ten times slower)
+        new[k] = t[k]
     return new
 '''
 
@@ -106,9 +109,9 @@ def _grow(t):
 def source(t, wrt, funcs) -> str:
     """The module source of ``fused(*args, seed, nf, ni)`` for typed IR ``t``: it returns
     ``(value, gradients of the entry arguments at positions wrt, nf, ni)``, where ``nf`` and
-    ``ni`` are the sizes the float and int tapes start with and reached (they grow when
-    they fill up; the caller passes what the last call reached, so a steady caller's
-    tapes are allocated once per call, at their size)."""
+    ``ni`` are the sizes the float and int tapes start with, and the numbers of values the
+    forward sweep pushed on them (the tapes grow when they fill up; the caller passes the
+    last call's numbers, so a steady caller's tapes are allocated once, at their size)."""
     return HELPERS + "\n\n" + _Gen(t, wrt, funcs).function()
 
 
@@ -200,7 +203,7 @@ class _Gen:
                 todo.extend(self.cfg.preds[q])
         rng = self.ty[over] == RANGE
         return _Loop(p, over, body, 1 - back[0], back[0], edges[1 - back[0]][0] in self.cyclic,
-                     f"{self.e(over)}_0" if rng else "0", f"{self.e(over)}_2" if rng else "1")
+                     self.part(over, 0) if rng else "0", self.part(over, 2) if rng else "1")
 
     def _tight(self, h, loop) -> bool:
         """Whether counted loop ``loop`` is its header and one block (the latch), entered
@@ -329,20 +332,29 @@ class _Gen:
             r = [0, a[0], 1] if len(a) == 1 else [a[0], a[1], 1] if len(a) == 2 else list(a)
             return [f"{y}_{k} = {self.e(x)}" for k, x in enumerate(r)]
         if f is iter:
-            return [f"{y} = {self.e(a[0])}_0" if self.ty[a[0]] == RANGE else f"{y} = 0"]
+            return [f"{y} = {self.part(a[0], 0)}" if self.ty[a[0]] == RANGE else f"{y} = 0"]
         if f is ops.iterate:  # (its uses read what it iterates and its state)
             return []
         if f is operator.is_not or f is operator.is_:
             over, state = self.steps[a[0]]
             s, o = self.e(state), self.e(over)
-            test = f"({s} < {o}_1 if {o}_2 > 0 else {s} > {o}_1)" if self.ty[over] == RANGE \
-                else f"{s} < len({o})"
+            step = self.part(over, 2) if self.ty[over] == RANGE else "1"
+            test = f"{s} < len({o})" if self.ty[over] != RANGE else \
+                f"({s} < {o}_1 if {step} > 0 else {s} > {o}_1)" if step[0] == "v" else \
+                f"{s} {'<' if int(step) > 0 else '>'} {o}_1"
             return [f"{y} = {test if f is operator.is_not else 'not ' + test}"]
         if f is ops.build_tuple:
             return [f"{y} = ({''.join(self.e(x) + ', ' for x in a)})"]
         if f is ops.unpack:
             return [f"{y} = {self.e(a[0])}"]
         raise self.refuse(v, st.line, repr(st), "the compiled tier has no code for it")
+
+    def part(self, r, k):
+        """Component ``k`` (start, stop, step) of range ``r`` as code: a literal where the
+        ``range`` call gives a constant (``range(n)`` starts at 0 and steps by 1)."""
+        a = self.made[r].args
+        full = [0, a[0], 1] if len(a) == 1 else [a[0], a[1], 1] if len(a) == 2 else list(a)
+        return f"{self.e(r)}_{k}" if isinstance(full[k], Var) else literal(full[k])
 
     def bounds(self, v, st):
         """The forward sweep's test of an element access's index, raising IndexError as
@@ -366,7 +378,7 @@ class _Gen:
         if x in self.steps:
             over, state = self.steps[x]
             if a[1] == 1:
-                return [f"{y} = {self.e(state)} + {self.e(over)}_2" if self.ty[over] == RANGE
+                return [f"{y} = {self.e(state)} + {self.part(over, 2)}" if self.ty[over] == RANGE
                         else f"{y} = {self.e(state)} + 1"]
             return [f"{y} = {self.e(state)}" if self.ty[over] == RANGE
                     else f"{y} = {self.e(over)}[{self.e(state)}]"]
@@ -656,14 +668,14 @@ class _Gen:
         for k, b in enumerate(shown):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
             body += ["        " + x for x in self.forward_block(b, plans)]
-        body += ["# the reverse sweep"] + self.seed()
+        body += ["pushed_f, pushed_i = nf, ni", "# the reverse sweep"] + self.seed()
         ret = self.ir.blocks[[b for b in self.blocks
                               if any(br.kind == "return" for br in self.ir.blocks[b].branches)][0]]
         body += [f"blk = {self.ir.blocks.index(ret)}", "while blk >= 0:"]
         for k, b in enumerate(shown):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
             body += ["        " + x for x in self.reverse_block(b, plans)]
-        body += [f"return ret, {''.join(self.gradient(x) + ', ' for x in self.wrt)}tf.shape[0], ti.shape[0]"]
+        body += [f"return ret, {''.join(self.gradient(x) + ', ' for x in self.wrt)}pushed_f, pushed_i"]
         return f"@numba.njit(cache=True)\ndef fused({', '.join(params + ['seed', 'nf', 'ni'])}):\n" + \
             "\n".join("    " + x for x in body) + "\n"
 

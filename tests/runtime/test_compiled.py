@@ -241,3 +241,21 @@ def test_negative_indices_count_from_the_end_as_in_python():
         return s
     x = np.linspace(0.5, 2.0, 5)
     assert agree(bytegrad.grad(f, jit=True)(x), bytegrad.grad(f)(x))
+
+
+def test_a_method_is_refused_by_jit_true_and_differentiated_by_auto():
+    class Model:
+        w = 3.0
+
+        def loss(self, x):
+            return self.w * x * x
+    m = Model()
+    with pytest.raises(bytegrad.NotCompilableError, match="a Python function"):
+        bytegrad.grad(m.loss, jit=True)(2.0)
+    assert bytegrad.grad(m.loss, jit="auto")(2.0) == 12.0
+
+
+def test_repeated_argnums_get_distinct_gradients():
+    x = np.array([1.0, 2.0])
+    g = bytegrad.grad(lambda x: x[0] * x[1], (0, -1), jit=True)(x)
+    assert g[0] is not g[1] and np.array_equal(g[0], [2.0, 1.0]) and np.array_equal(g[1], [2.0, 1.0])
