@@ -259,3 +259,14 @@ def test_repeated_argnums_get_distinct_gradients():
     x = np.array([1.0, 2.0])
     g = bytegrad.grad(lambda x: x[0] * x[1], (0, -1), jit=True)(x)
     assert g[0] is not g[1] and np.array_equal(g[0], [2.0, 1.0]) and np.array_equal(g[1], [2.0, 1.0])
+
+
+def test_readme_compiled_tier_section_runs(capsys):
+    import pathlib
+    import re
+    readme = (pathlib.Path(bytegrad.__file__).parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "jit=True" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "README.md:16: slice(...) cannot be compiled: a slice of an array is an array" in out
+    assert "uses_slices: the dynamic tier, since" in out
