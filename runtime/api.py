@@ -407,13 +407,16 @@ def stages(f):
     return compiled(getattr(f, "__func__", f)).stages
 
 
+_NO_FUNCTION = object()
+
+
 class differentiable:
     """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``,
     ``.pullback`` and ``.ir(stage)``.  ``@differentiable(jit=True)`` (or ``"auto"``) computes
     ``.grad`` and ``.value_and_grad`` with the compiled tier (see `value_and_grad`)."""
 
-    def __new__(cls, f=None, *, jit=False):
-        if f is None:
+    def __new__(cls, f=_NO_FUNCTION, *, jit=False):
+        if f is _NO_FUNCTION:  # (``@differentiable(jit=True)``: the decorator, given no function yet)
             return functools.partial(cls, jit=jit)
         return super().__new__(cls)
 
