@@ -97,6 +97,25 @@ def three_d(T):
     return s
 
 
+def triangular(x):
+    s = 0.0
+    for i in range(len(x)):
+        for j in range(i, len(x), 2):
+            s += x[i] * x[j] - 0.1 * j
+    return s
+
+
+def backwards_with_a_branch(x, y):
+    s = 0.0
+    for i in range(len(x) - 1, -1, -1):
+        for k in range(2):
+            if x[i] > k * 0.5:
+                s = s * 0.9 + x[i] * y
+            else:
+                s -= math.cos(x[i] + k)
+    return s
+
+
 _r = np.random.default_rng(7)
 PROGRAMS = [
     (rosenbrock, (_r.normal(size=12),), 0),
@@ -110,4 +129,6 @@ PROGRAMS = [
     (math_functions, (0.4, 1.3), (0, 1)),
     (tuple_argument, ((1.5, 0.2), _r.normal(size=5)), (0, 1)),
     (three_d, (_r.normal(size=(2, 3, 4)),), 0),
+    (triangular, (_r.normal(size=7),), 0),
+    (backwards_with_a_branch, (_r.uniform(-0.2, 1.2, size=6), 0.7), (0, 1)),
 ]

@@ -17,7 +17,7 @@ it began.  Adjoints are typed locals (``d7``) and arrays (``d2`` for an array ``
 zeroed where their value is defined, so a loop's passes do not mix.
 
 For ``s += x[i] ** 2`` in a loop, the loop (blocks 2 and 4 of the IR) runs in a ``while``
-of its own, each way; going backwards it reads ``x[i]`` again and adds ``2 x[i] d`` into
+of its own each way (a structured loop: its body a chain of blocks and such loops); going backwards it reads ``x[i]`` again and adds ``2 x[i] d`` into
 ``d2[i]``, with nothing on a tape:
 
     >>> from bytegrad.transforms.typed import infer, Array
@@ -45,7 +45,6 @@ of its own, each way; going backwards it reads ``x[i]`` again and adds ``2 x[i] 
                     v13 = v12 ** 2
                     v14 = v7 + v13
                     v6, v7, = v11, v14,
-                    continue
         ...
         # the reverse sweep
         ...
@@ -149,8 +148,11 @@ class _Gen:
             loop = self._counted_loop(b)
             if loop is not None:
                 self.loops[b] = loop
-        self.tight = {h: loop.body.difference({h}).pop() for h, loop in self.loops.items()
-                      if self._tight(h, loop)}
+        self.chains = {}  # a structured loop's header → its body, in order (see `_chain`)
+        for h in sorted(self.loops, key=lambda h: len(self.loops[h].body)):  # (inner loops first)
+            chain = self._chain(h)
+            if chain is not None:
+                self.chains[h] = chain
 
     # -- analyses --------------------------------------------------------------
     def fn(self, st):
@@ -205,15 +207,33 @@ class _Gen:
         return _Loop(p, over, body, 1 - back[0], back[0], edges[1 - back[0]][0] in self.cyclic,
                      self.part(over, 0) if rng else "0", self.part(over, 2) if rng else "1")
 
-    def _tight(self, h, loop) -> bool:
-        """Whether counted loop ``loop`` is its header and one block (the latch), entered
-        by one edge from the header and going back by its only branch."""
-        if len(loop.body) != 2:
-            return False
-        latch = loop.body.difference({h}).pop()
-        brs = self.ir.blocks[latch].branches
-        return len(self.cfg.incoming[latch]) == 1 and len(brs) == 1 and brs[0].target == h \
-            and brs[0].cond is None and brs[0].kind == "br"
+    def _chain(self, h):
+        """The body of counted loop ``h`` as a chain of blocks run one after the other (each
+        entered from the one before alone, going on by its only branch), among them the
+        headers of structured loops within it, each left to the next block of the chain
+        alone; None when the body is not such a chain.  A structured loop runs as a
+        ``while`` of its own each way, with no dispatch between its blocks."""
+        blk, loop = self.ir.blocks[h], self.loops[h]
+        if len(blk.branches) != 2 or blk.branches[0].cond is None or blk.branches[1].cond is not None \
+                or blk.branches[0].target in loop.body:
+            return None
+        chain, c, seen = [], blk.branches[1].target, {h}
+        while c != h:
+            if c in seen or c not in loop.body:
+                return None
+            seen.add(c)
+            chain.append(c)
+            if c in self.chains:  # (an inner structured loop: on to where it exits)
+                seen |= self.loops[c].body
+                c = self.ir.blocks[c].branches[0].target
+                if len(self.cfg.incoming[c]) != 1:
+                    return None
+                continue
+            brs = self.ir.blocks[c].branches
+            if len(self.cfg.incoming[c]) != 1 or len(brs) != 1 or brs[0].kind != "br" or brs[0].cond is not None:
+                return None
+            c = brs[0].target
+        return chain if seen == loop.body else None
 
     def _activity(self):
         """The values that carry a gradient: float content reached from an argument in
@@ -552,32 +572,47 @@ class _Gen:
     def store_kind(self, x):
         return "f" if is_float(self.ty[x]) else "i"
 
-    def forward_block(self, b, plans, inner=False):
-        """Block ``b`` going forward.  The header of a tight loop (`_tight`) runs the loop
-        in a ``while`` of its own, its latch's code inline: the back edge continues it,
-        every other edge breaks out to the dispatch (``inner`` within that ``while``)."""
-        blk, stored = self.ir.blocks[b], plans[b][0]
-        out = []
-        for v, st in blk.stmts:
-            out += self.bounds(v, st) + self.forward(v, st)
-        for x in stored:
-            out += self.push(self.store_kind(x), self.e(x))
-        tight = self.tight.get(b)
-        for br in blk.branches:
+    def forward_block(self, b, plans):
+        """Block ``b`` going forward, as a case of the dispatch (a structured loop's header:
+        the whole loop, whose exit sets the next block and breaks out to the dispatch)."""
+        if b in self.chains:
+            return self.loop_forward(b, plans, None)
+        out = self.block_code(b, plans)
+        for br in self.ir.blocks[b].branches:
             if br.kind == "return":
-                out += [f"ret = {self.e(br.args[0])}", "blk = -1", "break" if inner else "continue"]
+                out += [f"ret = {self.e(br.args[0])}", "blk = -1", "continue"]
                 break
-            if tight is not None and br.target == tight:
-                edge = self.edge_lines(b, br, self.forward_block(tight, plans, True))
-            elif inner and br.target in self.tight:
-                edge = self.edge_lines(b, br, ["continue"])
-            else:
-                edge = self.edge_lines(b, br, [f"blk = {br.target}", "break" if inner or tight else "continue"])
+            edge = self.edge_lines(b, br, [f"blk = {br.target}", "continue"])
             if br.cond is None:
                 out += edge
                 break
             out += [f"if not {self.e(br.cond)}:"] + ["    " + x for x in edge]
-        return ["while True:"] + ["    " + x for x in out] if tight is not None else out
+        return out
+
+    def block_code(self, b, plans):
+        """Block ``b``'s statements going forward, then the pushes of what its adjoint needs."""
+        out = []
+        for v, st in self.ir.blocks[b].stmts:
+            out += self.bounds(v, st) + self.forward(v, st)
+        for x in plans[b][0]:
+            out += self.push(self.store_kind(x), self.e(x))
+        return out
+
+    def loop_forward(self, h, plans, nested):
+        """Structured loop ``h`` going forward, as ``while True:``; its exit sets ``blk``
+        and breaks out (``nested``: the enclosing loop's chain goes on after it)."""
+        blk = self.ir.blocks[h]
+        leave, enter = blk.branches
+        out = self.block_code(h, plans)
+        out += [f"if not {self.e(leave.cond)}:"] + ["    " + x for x in self.edge_lines(
+            h, leave, ["break"] if nested else [f"blk = {leave.target}", "break"])]
+        out += self.edge_lines(h, enter, [])
+        for c in self.chains[h]:
+            if c in self.chains:
+                out += self.loop_forward(c, plans, True)
+                continue
+            out += self.block_code(c, plans) + self.edge_lines(c, self.ir.blocks[c].branches[0], [])
+        return ["while True:"] + ["    " + x for x in out]
 
     def edge_lines(self, b, br, end):
         params = self.ir.blocks[br.target].args
@@ -605,8 +640,10 @@ class _Gen:
         return out
 
     def reverse_block(self, b, plans):
-        """Block ``b`` going backwards; a tight loop's header runs the loop backwards in a
-        ``while`` of its own, its latch's adjoint inline."""
+        """Block ``b`` going backwards, as a case of the dispatch (a structured loop's
+        header: the whole loop backwards)."""
+        if b in self.chains:
+            return self.loop_reverse(b, plans, None)
         out = self.reverse_body(b, plans)
         edges = self.cfg.incoming[b]
         if b == 0:  # (the loop ends by its test: numba can fail to type a local assigned
@@ -614,19 +651,31 @@ class _Gen:
         if len(edges) == 1:
             return out + self.back(b, *edges[0])
         if b in self.loops:
-            loop, latch = self.loops[b], self.tight.get(b)
+            loop = self.loops[b]
             i = self.e(loop.index)
-            first = self.back(b, *edges[loop.entry], "break" if latch is not None else "continue")
-            out += [f"if {i} == {loop.start}:"] + ["    " + x for x in first] + [f"{i} -= {loop.step}"]
-            if latch is None:
-                return out + self.back(b, *edges[loop.latch])
-            out += self.back(b, *edges[loop.latch], None) + self.reverse_body(latch, plans) + \
-                self.back(latch, *self.cfg.incoming[latch][0], None)
-            return ["while True:"] + ["    " + x for x in out]
+            out += [f"if {i} == {loop.start}:"] + ["    " + x for x in self.back(b, *edges[loop.entry])]
+            return out + [f"{i} -= {loop.step}"] + self.back(b, *edges[loop.latch])
         out += ["ni -= 1", "edge = ti[ni]"]
         for k, (p, br) in enumerate(edges):
             out += [f"{'if' if k == 0 else 'elif'} edge == {k}:"] + ["    " + x for x in self.back(b, p, br)]
         return out + ["continue"]
+
+    def loop_reverse(self, h, plans, nested):
+        """Structured loop ``h`` backwards, as ``while True:``: the header's adjoint, then,
+        unless this was the first pass (its index is the start: out by the entry edge), the
+        chain's adjoints from the last block to the first."""
+        loop, edges = self.loops[h], self.cfg.incoming[h]
+        i = self.e(loop.index)
+        out = self.reverse_body(h, plans)
+        first = self.back(h, *edges[loop.entry], None if nested else "break")
+        out += [f"if {i} == {loop.start}:"] + ["    " + x for x in first + ["break"] * bool(nested)]
+        out += [f"{i} -= {loop.step}"] + self.back(h, *edges[loop.latch], None)
+        for c in reversed(self.chains[h]):
+            if c in self.chains:
+                out += self.loop_reverse(c, plans, True)
+                continue
+            out += self.reverse_body(c, plans) + self.back(c, *self.cfg.incoming[c][0], None)
+        return ["while True:"] + ["    " + x for x in out]
 
     def reverse_body(self, b, plans):
         stored, again = plans[b]
@@ -664,7 +713,8 @@ class _Gen:
         body = self.declarations()
         plans = {b: self.plan(b) for b in self.blocks}
         body += ["blk = 0", "ret = 0.0", "while blk >= 0:"]
-        shown = [b for b in self.blocks if b not in self.tight.values()]  # (latches run inline)
+        inside = {c for chain in self.chains.values() for c in chain}
+        shown = [b for b in self.blocks if b not in inside]  # (a structured loop's blocks run in it)
         for k, b in enumerate(shown):
             body += [f"    {'if' if k == 0 else 'elif'} blk == {b}:"]
             body += ["        " + x for x in self.forward_block(b, plans)]
