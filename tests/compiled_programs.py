@@ -1,31 +1,11 @@
-"""Programs the compiled tier takes, shared by its tests: the three benchmark workloads and
-one program for each kind of control flow and each eligible call, with arguments."""
+"""Programs the compiled tier takes, shared by its tests: the three benchmark workloads
+(`bench.compiled`'s) and one program for each kind of control flow and each eligible call,
+with arguments."""
 import math
 
 import numpy as np
 
-
-def rosenbrock(x):
-    s = 0.0
-    for i in range(len(x) - 1):
-        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
-    return s
-
-
-def matvec_sum(A, x):
-    t = 0.0
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            t += A[i, j] * x[j]
-    return t
-
-
-def ode(a, b, c):
-    y = 1.0
-    h = 0.01
-    for _ in range(500):
-        y = y + h * (-a * y + b * math.sin(c * y))
-    return y
+from bytegrad.bench.compiled import nested as matvec_sum, ode, rosenbrock  # noqa: F401  (the benchmark's)
 
 
 def while_break_continue(x, n):
