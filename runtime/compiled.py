@@ -61,7 +61,7 @@ class _Entry:
     and the numbers of values the last call pushed on its tapes (the next allocates them
     at that size)."""
 
-    def __init__(self, fused, typed, source, path, sig, wrt):
+    def __init__(self, f, args, fused, typed, source, path, sig, wrt):
         self.fused, self.typed, self.source, self.path = fused, typed, source, path
         # (the gradients the dynamic tier gives as None: of ints and bools, and all of them
         # for a function returning an int or bool, piecewise constant)
@@ -69,21 +69,41 @@ class _Entry:
         seen = {}
         for g, name, value in typed.reads:
             seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
-        self.reads = tuple(seen.values())
+        self.valid = _validator(f, args, seen.values())
         self.returns_float = is_float(_return_type(typed))
         self.plain = self.plain and self.returns_float
         self.sizes = (0, 0)  # (the numbers of values the last call pushed on its tapes)
-
-    def current(self) -> bool:
-        for g, name, value, code in self.reads:
-            if g.get(name, _BUILTINS.get(name)) is not value or code is not None and value.__code__ is not code:
-                return False
-        return True
 
     def __call__(self, args):
         r = self.fused(*args, 1.0, *self.sizes)
         self.sizes = r[-2:]
         return r[0], r[1:-2]
+
+
+def _validator(f, args, reads):
+    """``valid(args)``: whether a call with ``args`` may take the entry made for this one:
+    the same types, the function's code and each global read unchanged (a global that
+    names a function: its code too), in one generated expression (cheaper than a loop)."""
+    env = {"_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS}
+    terms = [f"len(args) == {len(args)}", "_f.__code__ is _c"]
+    for k, a in enumerate(args):
+        if type(a) is np.ndarray:
+            env[f"_d{k}"] = a.dtype
+            terms.append(f"type(args[{k}]) is _nd and args[{k}].dtype is _d{k} and args[{k}].ndim == {a.ndim}")
+        elif type(a) is tuple:
+            env[f"_t{k}"] = _key(a)
+            terms.append(f"type(args[{k}]) is tuple and _key(args[{k}]) == _t{k}")
+        else:
+            env[f"_t{k}"] = type(a)
+            terms.append(f"type(args[{k}]) is _t{k}")
+    env["_key"] = _key
+    for j, (g, name, was, code) in enumerate(reads):
+        env[f"_g{j}"], env[f"_w{j}"] = g, was
+        terms.append(f"_g{j}.get({name!r}, _b.get({name!r})) is _w{j}")
+        if code is not None:
+            env[f"_k{j}"] = code
+            terms.append(f"_w{j}.__code__ is _k{j}")
+    return eval(f"lambda args: {' and '.join(terms)}", env)
 
 
 def _return_type(typed):
@@ -94,9 +114,10 @@ def _return_type(typed):
                 return typed.types.get(x) if hasattr(x, "id") else of_value(x)
 
 
-def build(f, sig, wrt) -> _Entry:
-    """The compiled gradient of ``f`` for argument types ``sig`` and entry positions
-    ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
+def build(f, args, wrt) -> _Entry:
+    """The compiled gradient of ``f`` for arguments of the types of ``args`` and entry
+    positions ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
+    sig = signature(args)
     from ..transforms.fused import source
     typed = infer(f, sig, _FUNCS)
     src = source(typed, wrt, _FUNCS)
@@ -117,7 +138,7 @@ def build(f, sig, wrt) -> _Entry:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         sys.modules[name] = mod
-    return _Entry(mod.fused, typed, src, path, sig, wrt)
+    return _Entry(f, args, mod.fused, typed, src, path, sig, wrt)
 
 
 class Compiled:
@@ -126,37 +147,35 @@ class Compiled:
 
     def __init__(self, f, wanted, jit, dynamic):
         self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
-        self.code = f.__code__ if isinstance(f, types.FunctionType) else None
-        self.entries = {}  # `_key` of the arguments → _Entry, or the refusal, for self.code
+        self.entries = {}  # `_key` of the arguments → _Entry, or the refusal
+        self.last = None  # the entry the last call took, when it gives gradients as they are
 
     def entry(self, args):
-        if self.code is None:
+        if not isinstance(self.f, types.FunctionType):
             return NotCompilableError(f"{self.f!r}", "<unknown>", None, "the compiled tier takes a "
                                       "Python function (not a method, a class or a callable object)")
-        if self.f.__code__ is not self.code:  # (the function was given new code)
-            self.code, self.entries = self.f.__code__, {}
         key = _key(args)
         e = self.entries.get(key)
-        if e is None or e.__class__ is _Entry and not e.current():
+        if e is None or e.__class__ is _Entry and not e.valid(args):
             n = len(args)
             bad = [i for i in self.wanted if not -n <= i < n]
             if bad:
                 raise IndexError(f"argument index {bad[0]} (argnums) is out of range for a call "
                                  f"of {self.f.__qualname__} with {n} arguments")
             try:
-                e = build(self.f, signature(args), tuple(i % n + 1 for i in self.wanted))
+                e = build(self.f, args, tuple(i % n + 1 for i in self.wanted))
             except NotCompilableError as err:
                 e = err
             self.entries[key] = e
+        if e.__class__ is _Entry and e.plain:
+            self.last = e
         return e
 
     def __call__(self, args, kw):
-        e = self.entries.get(_key(args)) if not kw else None
-        if e.__class__ is _Entry and e.plain and self.f.__code__ is self.code and e.current():
-            return e(args)
         if kw:
-            e = NotCompilableError("keyword arguments", self.f.__code__.co_filename,
-                                   self.f.__code__.co_firstlineno, "the compiled tier takes positional ones")
+            code = getattr(self.f, "__code__", None)
+            e = NotCompilableError("keyword arguments", getattr(code, "co_filename", "<unknown>"),
+                                   getattr(code, "co_firstlineno", None), "the compiled tier takes positional ones")
         else:
             e = self.entry(args)
         if isinstance(e, NotCompilableError):
@@ -168,24 +187,19 @@ class Compiled:
             return _as_returned(y, e), (None,) * len(self.wanted)
         return y, tuple(_as_given(g, args[i]) for g, i in zip(gs, self.wanted))
 
-
     def function(self, single, value=True):
         """The function `value_and_grad` (``value``) or `grad` returns: the common case (a
         gradient compiled for such arguments, the globals it read unchanged) in as few
         steps as Python allows, any other by `__call__`."""
-        f, slow = self.f, self.__call__
+        slow = self.__call__
 
         def vg(*args, **kw):
-            e = self.entries.get(_key(args)) if not kw else None
-            if e.__class__ is _Entry and e.plain and f.__code__ is self.code:
-                for g, name, was, code in e.reads:
-                    if g.get(name, _BUILTINS.get(name)) is not was or code is not None and was.__code__ is not code:
-                        break
-                else:
-                    r = e.fused(*args, 1.0, *e.sizes)
-                    e.sizes = r[-2:]
-                    gs = r[1] if single else r[1:-2]
-                    return (r[0], gs) if value else gs
+            e = self.last
+            if e is not None and not kw and e.valid(args):
+                r = e.fused(*args, 1.0, *e.sizes)
+                e.sizes = r[-2:]
+                gs = r[1] if single else r[1:-2]
+                return (r[0], gs) if value else gs
             y, gs = slow(args, kw)
             gs = gs[0] if single else gs
             return (y, gs) if value else gs
@@ -210,7 +224,7 @@ def explain(f, *args, argnums=0) -> str:
     f = getattr(f, "__wrapped__", f)
     wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
-        build(f, signature(args), tuple(i + 1 for i in wanted))
+        build(f, args, tuple(i + 1 for i in wanted))
     except NotCompilableError as e:
         return f"{f.__qualname__}: the dynamic tier, since {e}"
     sig = ", ".join(map(repr, signature(args)))
