@@ -224,7 +224,9 @@ def explain(f, *args, argnums=0) -> str:
     f = getattr(f, "__wrapped__", f)
     wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
-        build(f, args, tuple(i + 1 for i in wanted))
+        if not isinstance(f, types.FunctionType):
+            raise Compiled(f, wanted, True, None).entry(args)
+        build(f, args, tuple(i % len(args) + 1 for i in wanted))
     except NotCompilableError as e:
         return f"{f.__qualname__}: the dynamic tier, since {e}"
     sig = ", ".join(map(repr, signature(args)))

@@ -101,7 +101,10 @@ class Const(Type):
         return id(self.value)
 
     def __repr__(self):
-        return f"const({getattr(self.value, '__name__', None) or repr(self.value)})"
+        v = self.value
+        if hasattr(v, "dtype") and hasattr(v, "ndim"):  # (an array the tier does not take)
+            return f"{type(v).__name__} of {v.dtype} in {v.ndim} dimensions"
+        return f"const({getattr(v, '__name__', None) or repr(v)})"
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,12 @@ def infer(f, argtypes, funcs) -> Typed:
             "a closure" if f.__closure__ else "*args or **kwargs"
         raise NotCompilableError(kind, f.__code__.co_filename, f.__code__.co_firstlineno,
                                  "the compiled tier takes plain functions of positional arguments")
+    code = f.__code__
+    if len(argtypes) != code.co_argcount or code.co_kwonlyargcount:
+        raise NotCompilableError(f"a call of {f.__qualname__} with {len(argtypes)} arguments",
+                                 code.co_filename, code.co_firstlineno,
+                                 f"the compiled tier takes all {code.co_argcount} parameters "
+                                 f"positionally (no defaults, no keyword-only ones)")
     t = Typed(None, {})
     ir = _resolved(f, t, funcs)
     ir = inline(ir, t, funcs, (f.__code__,))

@@ -270,3 +270,13 @@ def test_readme_compiled_tier_section_runs(capsys):
     out = capsys.readouterr().out
     assert "README.md:16: slice(...) cannot be compiled: a slice of an array is an array" in out
     assert "uses_slices: the dynamic tier, since" in out
+
+
+def test_arguments_the_tier_does_not_take_are_named():
+    def f(x, k=2.0):
+        return x[0] * k
+    with pytest.raises(bytegrad.NotCompilableError, match="all 2 parameters positionally"):
+        bytegrad.grad(f, jit=True)(np.ones(2))
+    with pytest.raises(bytegrad.NotCompilableError, match="ndarray of int64 in 1 dimensions"):
+        bytegrad.grad(lambda x, n: x * n[0], jit=True)(2.0, np.arange(3))
+    assert "the dynamic tier" in bytegrad.explain(np.sin, 1.0)
