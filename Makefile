@@ -3,6 +3,7 @@
 # make test-all — the test suite on every supported CPython found (3.11, 3.12, 3.13), each in .venv-3.X
 # make bench — set up .venv (with the peers) and run the benchmarks (targets table first)
 # make bench-targets — only the targets table of issue 9 (bytegrad alone, about a minute)
+# (make bench ends with the compiled tier's targets of issue 12: python -m bytegrad.bench.compiled)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -36,6 +37,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
 	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
 	$(BIN)/python -m bytegrad.bench.kernels_indexing --quick
+	$(BIN)/python -m bytegrad.bench.compiled
 
 bench-targets: $(VENV)/.dev
 	$(BIN)/python -m bytegrad.bench --targets

@@ -33,6 +33,25 @@ def load(target: str):
     return getattr(obj, "__wrapped__", obj)
 
 
+def dump_compiled(fn, stage, args, wrt) -> str:
+    """The typed IR of ``fn`` for argument types ``args`` (``"float64[:], float64"``), or the
+    source of its fused gradient (``stage == "fused"``) with respect to positions ``wrt``."""
+    if args is None:
+        raise SystemExit(f"bytegrad: --stage {stage} needs the argument types, as --args "
+                         f"\"float64[:], float64\" (float64, float32, int64, bool, arrays of "
+                         f"1 to 3 dimensions, tuples of them)")
+    from .runtime.compiled import _FUNCS
+    from .transforms.fused import source
+    from .transforms.typed import infer, parse
+    sig = parse(args)
+    typed = infer(fn, sig, _FUNCS)
+    where = f"{fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno}) for ({args})"
+    if stage == "typed":
+        return f"# typed IR of {where}\n{typed!r}"
+    wrt = tuple(i + 1 for i in wrt) if wrt else tuple(range(1, len(sig) + 1))
+    return f"# fused gradient of {where}\n{source(typed, wrt, _FUNCS)}"
+
+
 def dump(fn, stages, fmt) -> str:
     from .ir import dot, show
     from .runtime.api import stages as stages_of
@@ -58,12 +77,20 @@ def main(argv=None):
     ir = sub.add_parser("ir", help="IR tools").add_subparsers(dest="ircmd", required=True)
     d = ir.add_parser("dump", help="print the lifted, forward, adjoint and tangent IR of a function")
     d.add_argument("target", help="FILE.py:FUNC or module.path:FUNC")
-    d.add_argument("--stage", choices=STAGES + ("all",), default="all")
+    d.add_argument("--stage", choices=STAGES + ("typed", "fused", "all"), default="all",
+                   help="typed and fused (the compiled tier's typed IR and generated source) "
+                        "need --args")
+    d.add_argument("--args", help='argument types for --stage typed or fused: "float64[:], float64"')
+    d.add_argument("--argnums", type=int, nargs="*", help="for --stage fused: the arguments whose "
+                                                          "gradients it computes (default all)")
     d.add_argument("--format", choices=("text", "dot"), default="text")
     d.add_argument("-o", "--output", help="write to this file instead of standard output")
     a = p.parse_args(argv)
     fn = load(a.target)
-    text = dump(fn, STAGES if a.stage == "all" else (a.stage,), a.format)
+    if a.stage in ("typed", "fused"):
+        text = dump_compiled(fn, a.stage, a.args, a.argnums)
+    else:
+        text = dump(fn, STAGES if a.stage == "all" else (a.stage,), a.format)
     if a.output:
         with open(a.output, "w") as f:
             f.write(text + "\n")

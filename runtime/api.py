@@ -310,14 +310,15 @@ def _value_and_gradient(f, args, wrt, kw):
     return y, g
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, jit=False):
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``.  With
     ``has_aux``, ``f`` returns ``(out, aux)``: the gradient is ``out``'s, ``aux`` passes
-    through without one, and the function returns ``((out, aux), gradient)``."""
+    through without one, and the function returns ``((out, aux), gradient)``.  ``jit=True``
+    computes the gradient with the compiled tier (`runtime.compiled`), or raises
+    `NotCompilableError`; ``jit="auto"`` takes the compiled tier where it can."""
     _callable(f)
-    single = isinstance(argnums, (int, np.integer))
-    wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
-    repeats = len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0  # one may repeat
+    _check_jit(jit, has_aux)
+    single, wanted, repeats = _argnums(argnums)
     if single:
         pick = operator.itemgetter(wanted[0])
     elif len(wanted) > 1:
@@ -325,6 +326,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     else:
         pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
     run = _with_aux if has_aux else _value_and_gradient
+    if jit:
+        return _compiled_vg(f, wanted, jit, single, repeats, run)
 
     @functools.wraps(f)
     def vg(*args, **kw):
@@ -333,10 +336,46 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return vg
 
 
-def grad(f, argnums=0, has_aux=False):
+def _argnums(argnums):
+    """``(single, wanted, repeats)``: whether ``argnums`` is one index, the indices, and
+    whether one may repeat (a negative index may name the same argument as another)."""
+    single = isinstance(argnums, (int, np.integer))
+    wanted = (operator.index(argnums),) if single else tuple(map(operator.index, argnums))
+    return single, wanted, len(set(wanted)) < len(wanted) or min(wanted, default=0) < 0
+
+
+def _check_jit(jit, has_aux):
+    if jit not in (False, True, "auto"):
+        raise ValueError(f"jit={jit!r}: give True, False or 'auto'")
+    if jit and has_aux:
+        raise TypeError("has_aux=True is not compiled: give jit=False, or return the number alone")
+
+
+def _compiled_vg(f, wanted, jit, single, repeats, run, value=True):
+    """`value_and_grad` (or, without ``value``, `grad`) through the compiled tier
+    (`runtime.compiled`), which falls back on ``run``, the dynamic tier, for
+    ``jit="auto"``."""
+    from .compiled import Compiled
+
+    def dynamic(args, kw):
+        y, gs = run(f, args, wanted, kw)
+        return y, tuple([gs[i] for i in wanted])
+    vg = Compiled(f, wanted, jit, dynamic).function(single, value)
+    if repeats and not single:  # (one array given twice gets two gradients, not one)
+        return functools.wraps(f)(lambda *a, **k: (lambda y, g: (y, _distinct(g, ())))(*vg(*a, **k))
+                                  if value else _distinct(vg(*a, **k), ()))
+    return functools.wraps(f)(vg)
+
+
+def grad(f, argnums=0, has_aux=False, jit=False):
     """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
-    ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``."""
-    vg = value_and_grad(f, argnums, has_aux)
+    ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``; ``jit`` as in
+    `value_and_grad`."""
+    if jit:
+        _check_jit(jit, has_aux)
+        single, wanted, repeats = _argnums(argnums)
+        return _compiled_vg(_callable(f), wanted, jit, single, repeats, _value_and_gradient, value=False)
+    vg = value_and_grad(f, argnums, has_aux, jit)
     if has_aux:
         return functools.wraps(f)(lambda *args, **kw: _swap_aux(vg(*args, **kw)))
     return functools.wraps(f)(lambda *args, **kw: vg(*args, **kw)[1])
@@ -369,26 +408,40 @@ def stages(f):
     return compiled(getattr(f, "__func__", f)).stages
 
 
+_NO_FUNCTION = object()
+
+
 class differentiable:
     """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``,
-    ``.pullback`` and ``.ir(stage)``."""
+    ``.pullback`` and ``.ir(stage)``.  ``@differentiable(jit=True)`` (or ``"auto"``) computes
+    ``.grad`` and ``.value_and_grad`` with the compiled tier (see `value_and_grad`)."""
 
-    def __init__(self, f):
+    def __new__(cls, f=_NO_FUNCTION, *, jit=False):
+        if f is _NO_FUNCTION:  # (``@differentiable(jit=True)``: the decorator, given no function yet)
+            return functools.partial(cls, jit=jit)
+        return super().__new__(cls)
+
+    def __init__(self, f, *, jit=False):
         functools.update_wrapper(self, _callable(f))
-        self.f = f
+        self.f, self.jit, self._compiled = f, jit, {}
 
     def __call__(self, *args, **kw):
         return self.f(*args, **kw)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else differentiable(types.MethodType(self.f, obj))
+        return self if obj is None else differentiable(types.MethodType(self.f, obj), jit=self.jit)
 
     def grad(self, *args, **kw):
-        gs = gradient(self.f, *args, **kw)
-        return gs[0] if len(gs) == 1 else gs
+        return self.value_and_grad(*args, **kw)[1]
 
     def value_and_grad(self, *args, **kw):
-        y, gs = value_and_gradient(self.f, *args, **kw)
+        if self.jit:
+            n = len(args)
+            if n not in self._compiled:
+                self._compiled[n] = value_and_grad(self.f, tuple(range(n)), jit=self.jit)
+            y, gs = self._compiled[n](*args, **kw)
+        else:
+            y, gs = value_and_gradient(self.f, *args, **kw)
         return y, (gs[0] if len(gs) == 1 else gs)
 
     def pullback(self, *args, **kw):

@@ -1,0 +1,282 @@
+"""The compiled tier: gradients of numeric loops compiled with numba.
+
+Each program of `compiled_programs` runs through both tiers: the gradients agree to 1e-12
+(relative to the larger, or absolute below 1) and match central finite differences.
+Hypothesis draws loop programs (those of `test_random_programs` the tier takes) for the
+same check.  The API: ``jit=True`` refuses by construct, file:line and reason;
+``jit="auto"`` falls back; ``explain``; a changed global or function recompiles; the disk
+cache serves a new process; ``import bytegrad`` does not import numba.
+"""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+import bytegrad
+from checks import fd_gradient
+from compiled_programs import PROGRAMS, ode, rosenbrock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "transforms"))
+from test_random_programs import draw_program  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def cache(tmp_path_factory):
+    old = os.environ.get("BYTEGRAD_CACHE")
+    os.environ["BYTEGRAD_CACHE"] = str(tmp_path_factory.mktemp("bytegrad-cache"))
+    yield os.environ["BYTEGRAD_CACHE"]
+    if old is None:
+        del os.environ["BYTEGRAD_CACHE"]
+    else:
+        os.environ["BYTEGRAD_CACHE"] = old
+
+
+def copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def agree(a, b, tol=1e-12):
+    """Equal to ``tol``, relative to the larger (absolute below 1); None (the dynamic tier's
+    zero where no path reached an argument) is 0 (the compiled tier's where one might)."""
+    if a is None or b is None:
+        return agree(0.0 if a is None else a, 0.0 if b is None else b, tol)
+    if isinstance(a, tuple):
+        return all(agree(x, y, tol) for x, y in zip(a, b))
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return np.all(np.abs(a - b) <= tol * np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0))
+
+
+def fd_of(f, args, i):
+    if isinstance(args[i], tuple):  # each item of a tuple in turn
+        out = []
+        for k in range(len(args[i])):
+            def part(t, *rest, k=k):
+                a = list(args)
+                a[i] = args[i][:k] + (t,) + args[i][k + 1:]
+                return f(*copies(a))
+            out.append(fd_gradient(part, [args[i][k]], 0))
+        return tuple(out)
+    return fd_gradient(lambda *a: f(*copies(a)), list(args), i)
+
+
+@pytest.mark.parametrize("f, args, argnums", PROGRAMS, ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(PROGRAMS)])
+def test_both_tiers_agree_and_match_finite_differences(f, args, argnums):
+    given_ = copies(args)
+    y, g = bytegrad.value_and_grad(f, argnums, jit=True)(*given_)
+    for a, b in zip(given_, args):
+        assert np.array_equal(a, b), "the compiled tier left an argument changed"
+    y0, g0 = bytegrad.value_and_grad(f, argnums)(*copies(args))
+    assert y == y0
+    assert agree(g, g0), f"compiled {g} vs dynamic {g0}"
+    wanted = (argnums,) if isinstance(argnums, int) else argnums
+    gs = (g,) if isinstance(argnums, int) else g
+    for i, gi in zip(wanted, gs):
+        assert agree(gi, fd_of(f, args, i), 1e-5)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # (no shrinking: each try compiles)
+@given(st.data())
+def test_both_tiers_agree_on_random_loop_programs(data):
+    src, f, args, y, same = draw_program(data, use_math=True)
+    assume(all(same([a + s * (i == k) for k, a in enumerate(args)])
+               for i in range(len(args)) for s in (1e-4, -1e-4)))
+    n = len(args)
+    try:
+        y1, g1 = bytegrad.value_and_grad(f, tuple(range(n)), jit=True)(*args)
+    except bytegrad.NotCompilableError as e:  # try/except/with: refused by line, never wrong
+        assert e.line is not None and "cannot be compiled" in str(e)
+        assume(False)
+    y0, g0 = bytegrad.value_and_grad(f, tuple(range(n)))(*args)
+    assert y1 == y0 == y
+    g0 = tuple(0.0 if g is None else g for g in g0)
+    assert agree(g1, g0), src
+    for i in range(n):
+        h = 1e-6
+        fd = (f(*[a + h * (k == i) for k, a in enumerate(args)]) -
+              f(*[a - h * (k == i) for k, a in enumerate(args)])) / (2 * h)
+        assert abs(g1[i] - fd) <= 1e-4 * max(1.0, abs(fd)), src
+
+
+def test_rosenbrock_gradient_closed_form():
+    x = np.linspace(-1.0, 1.5, 50)
+    g = bytegrad.grad(rosenbrock, jit=True)(x)
+    want = np.zeros_like(x)
+    want[:-1] += -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
+    want[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
+    assert np.allclose(g, want, rtol=1e-12, atol=1e-9)
+
+
+def not_eligible(x):
+    return np.sum(x[1:] * 2.0)
+
+
+def test_jit_true_refuses_with_construct_line_and_reason():
+    with pytest.raises(bytegrad.NotCompilableError) as e:
+        bytegrad.grad(not_eligible, jit=True)(np.ones(3))
+    line = not_eligible.__code__.co_firstlineno + 1
+    assert e.value.line == line and e.value.filename == __file__
+    assert f"{__file__}:{line}" in str(e.value) and "a slice of an array" in str(e.value)
+
+
+def test_jit_auto_takes_the_dynamic_tier_when_not_eligible():
+    x = np.arange(4.0)
+    assert np.array_equal(bytegrad.grad(not_eligible, jit="auto")(x), [0.0, 2.0, 2.0, 2.0])
+    assert "the dynamic tier" in bytegrad.explain(not_eligible, x)
+    assert "the compiled tier" in bytegrad.explain(rosenbrock, x)
+
+
+@pytest.mark.parametrize("src, what", [
+    ("def f(x):\n    try:\n        return x * 2.0\n    except ValueError:\n        return x\n", "exceptions"),
+    ("def f(x):\n    return f(x - 1.0) if x > 0 else x\n", "recursive"),
+    ("def f(x):\n    return [x][0]\n", "no compiled derivative"),
+    ("G = np.ones(3)\ndef f(x):\n    return G[0] * x\n", "pass it as an argument"),
+])
+def test_refusals_name_the_reason(src, what):
+    ns = {"np": np}
+    exec(compile(src, "<refused>", "exec"), ns)
+    with pytest.raises(bytegrad.NotCompilableError, match=what):
+        bytegrad.grad(ns["f"], jit=True)(1.5)
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return SCALE * x * x
+
+
+def test_a_changed_global_recompiles():
+    global SCALE
+    g = bytegrad.grad(scaled, jit=True)
+    assert g(3.0) == 12.0
+    SCALE = 5.0
+    try:
+        assert g(3.0) == 30.0
+    finally:
+        SCALE = 2.0
+    assert g(3.0) == 12.0
+
+
+def test_a_changed_function_recompiles():
+    def f(x):
+        return x * x
+    g = bytegrad.grad(f, jit=True)
+    assert g(3.0) == 6.0
+    f.__code__ = (lambda x: x * x * x).__code__
+    assert g(3.0) == 27.0
+
+
+def test_differentiable_jit():
+    @bytegrad.differentiable(jit=True)
+    def f(a, b):
+        return a * math.sin(b)
+    assert f(2.0, 0.5) == 2.0 * math.sin(0.5)
+    assert f.grad(2.0, 0.5) == (math.sin(0.5), 2.0 * math.cos(0.5))
+
+
+def test_int_arguments_and_results_get_no_gradient():
+    def count(x, n):
+        k = 0
+        for i in range(n):
+            if x[i] > 0:
+                k += 1
+        return k
+    y, g = bytegrad.value_and_grad(count, (0, 1), jit=True)(np.array([1.0, -1.0, 2.0]), 3)
+    assert y == 2 and g == (None, None)
+
+
+def test_a_new_process_reuses_the_disk_cache(cache):
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {os.path.join(HERE, '..')!r})
+        import bytegrad
+        from compiled_programs import ode
+        t = time.perf_counter()
+        g = bytegrad.grad(ode, (0, 1, 2), jit=True)(0.5, 1.2, 0.7)
+        print(time.perf_counter() - t, g[0])
+    """)
+    env = dict(os.environ, BYTEGRAD_CACHE=cache)
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(2)]
+    files = os.listdir(os.path.join(cache, "compiled"))
+    assert any(f.endswith(".py") for f in files) and "__pycache__" in files
+    assert float(runs[0][1]) == float(runs[1][1]) == bytegrad.grad(ode, 0)(0.5, 1.2, 0.7)
+    assert float(runs[1][0]) < float(runs[0][0]) or float(runs[1][0]) < 1.0
+
+
+def test_import_does_not_import_numba():
+    out = subprocess.run([sys.executable, "-c", "import sys, bytegrad; print('numba' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def reads_past_the_end(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i + 1] * x[i]
+    return s
+
+
+def test_an_index_out_of_range_raises_index_error_at_its_line():
+    line = reads_past_the_end.__code__.co_firstlineno + 3
+    with pytest.raises(IndexError, match=f"{__file__}:{line}: index out of range"):
+        bytegrad.grad(reads_past_the_end, jit=True)(np.ones(4))
+
+
+def test_negative_indices_count_from_the_end_as_in_python():
+    def f(x):
+        s = 0.0
+        for i in range(len(x)):
+            s += x[i - 1] * x[-1 - i] ** 2
+        return s
+    x = np.linspace(0.5, 2.0, 5)
+    assert agree(bytegrad.grad(f, jit=True)(x), bytegrad.grad(f)(x))
+
+
+def test_a_method_is_refused_by_jit_true_and_differentiated_by_auto():
+    class Model:
+        w = 3.0
+
+        def loss(self, x):
+            return self.w * x * x
+    m = Model()
+    with pytest.raises(bytegrad.NotCompilableError, match="a Python function"):
+        bytegrad.grad(m.loss, jit=True)(2.0)
+    assert bytegrad.grad(m.loss, jit="auto")(2.0) == 12.0
+
+
+def test_repeated_argnums_get_distinct_gradients():
+    x = np.array([1.0, 2.0])
+    g = bytegrad.grad(lambda x: x[0] * x[1], (0, -1), jit=True)(x)
+    assert g[0] is not g[1] and np.array_equal(g[0], [2.0, 1.0]) and np.array_equal(g[1], [2.0, 1.0])
+
+
+def test_readme_compiled_tier_section_runs(capsys):
+    import pathlib
+    import re
+    readme = (pathlib.Path(bytegrad.__file__).parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "jit=True" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "README.md:16: slice(...) cannot be compiled: a slice of an array is an array" in out
+    assert "uses_slices: the dynamic tier, since" in out
+
+
+def test_arguments_the_tier_does_not_take_are_named():
+    def f(x, k=2.0):
+        return x[0] * k
+    with pytest.raises(bytegrad.NotCompilableError, match="all 2 parameters positionally"):
+        bytegrad.grad(f, jit=True)(np.ones(2))
+    with pytest.raises(bytegrad.NotCompilableError, match="ndarray of int64 in 1 dimensions"):
+        bytegrad.grad(lambda x, n: x * n[0], jit=True)(2.0, np.arange(3))
+    assert "the dynamic tier" in bytegrad.explain(np.sin, 1.0)
