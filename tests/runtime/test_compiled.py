@@ -197,13 +197,12 @@ def test_int_arguments_and_results_get_no_gradient():
 
 def test_a_new_process_reuses_the_disk_cache(cache):
     script = textwrap.dedent(f"""
-        import sys, time
+        import sys
         sys.path.insert(0, {os.path.join(HERE, '..')!r})
         import bytegrad
         from compiled_programs import ode
-        t = time.perf_counter()
         g = bytegrad.grad(ode, (0, 1, 2), jit=True)(0.5, 1.2, 0.7)
-        print(time.perf_counter() - t, g[0])
+        print(g[0])
     """)
     env = dict(os.environ, BYTEGRAD_CACHE=cache)
     runs, made = [], []
@@ -213,7 +212,7 @@ def test_a_new_process_reuses_the_disk_cache(cache):
         made.append(_files(os.path.join(cache, "compiled")))
     assert any(f.endswith(".py") for f in made[0]) and any(f.endswith(".nbc") for f in made[0])
     assert made[1] == made[0]  # the second process wrote nothing: it loaded what the first made
-    assert float(runs[0][1]) == float(runs[1][1]) == bytegrad.grad(ode, 0)(0.5, 1.2, 0.7)
+    assert float(runs[0][0]) == float(runs[1][0]) == bytegrad.grad(ode, 0)(0.5, 1.2, 0.7)
 
 
 def _files(root):
