@@ -271,15 +271,24 @@ def _same(u, v):
 
 
 @rule(zip)
-def _zip(*xs):
-    y = list(zip(*xs))
+def _zip(*xs, strict=False):
+    if not any(sized(x) for x in xs):  # only iterators, which carry no gradient here: as
+        return zip(*xs, strict=strict), nograd(len(xs))  # lazy as Python's (they may be endless)
+    y = list(zip(*xs, strict=strict))  # (stops at the shortest, as Python's)
     _taken(y, xs, lambda i: all(_same(x[i], v) for x, v in zip(xs, y[i])
                                 if isinstance(x, (list, np.ndarray))))
 
     def back(d):
         cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
-        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) for x, c in zip(xs, cols))
+        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) if sized(x) else None
+                               for x, c in zip(xs, cols))
     return y, back
+
+
+def sized(x) -> bool:
+    """Whether iterable ``x`` has a length (an iterator such as ``itertools.count()`` has
+    none, and its items, made by C code from constants, no gradient)."""
+    return hasattr(type(x), "__len__")
 
 
 @rule(enumerate)
