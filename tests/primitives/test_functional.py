@@ -557,3 +557,48 @@ def test_zip_strict():
             bytegrad.grad(f)(XS)
     with pytest.raises(ValueError, match="zip\\(\\) argument 2 is longer than argument 1"):
         bytegrad.jvp(lambda x: sum([a for a, c in zip(x[1:], x, strict=True)]), (XS,), (XS,))
+
+
+class _Summing:
+    """Iterable, and added with ``+``: ``+=`` must add it, not iterate it."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return type(self)(self.x + other.x)
+
+    def __iter__(self):
+        return iter([self.x])
+
+
+class _AddingInPlace(_Summing):
+    def __iadd__(self, other):
+        self.x = self.x * other.x
+        return self
+
+
+def _plus_equals(cls):
+    def f(a):
+        c = cls(a)
+        c += cls(2.0 * a)
+        return c.x * a
+    return f
+
+
+def _list_plus_equals_object(a):
+    xs = [a]
+    xs += _Summing(3.0 * a)  # (a list's += does iterate it)
+    return xs[0] * xs[1]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_plus_equals(_Summing), _plus_equals(_AddingInPlace), _list_plus_equals_object],
+                         ids=["__add__", "__iadd__", "list"])
+def test_plus_equals_on_an_iterable_object_adds_it(f):
+    """``c += d`` on objects of a class with ``__iter__`` gave both as iterators
+    (TypeError: unsupported operand ... 'IndexIter'); only ``list += it`` iterates."""
+    check_grad(f, 1.5)
+    if f is not _list_plus_equals_object:  # (forward mode's list += takes lists only)
+        y, dy = bytegrad.jvp(f, (1.5,), (1.0,))
+        assert np.isclose(dy, fd_gradient(f, [1.5], 0))
