@@ -142,6 +142,16 @@ def nondifferentiable(*fs):
     return fs[0] if fs else None
 
 
+PLAIN_CODES: set = set()  # code objects whose functions run plainly (`runs_plainly`)
+
+
+def runs_plainly(*codes):
+    """Mark code objects whose functions (closures a library makes, such as the lookup of
+    each ``functools.singledispatch`` function) return nothing that carries a gradient:
+    each such function is marked `nondifferentiable` when it is first called."""
+    PLAIN_CODES.update(codes)
+
+
 def effectful(*fs):
     """Mark callables whose pullbacks must run even when their result has no
     gradient, because they act through a side channel (a cell, a shadow); such
