@@ -7,3 +7,4 @@ from . import functional  # noqa: F401  (after containers and math: it wraps the
 from . import sets, stdlib  # noqa: F401  (before taped, which adds to the rules of - and -=)
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)
 from . import tangent_python, tangent_objects, tangent_numpy  # noqa: F401  (forward rules)
+arrays.rules_for_implementations()  # (last: of every rule above)

@@ -407,6 +407,8 @@ def _getattr(x, name, *default):
         return y, lambda d: (None, None, None)  # a class attribute: no field of x
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
+    if isinstance(x, np.ndarray) and not is_differentiable(y):  # .shape, .ndim: no gradient (given
+        return y, nograd(2)  # one by a call, ``a.reshape(*a.shape)``, it was stored as a field's)
     if name == "T":
         return y, lambda d: (None, d.T, None)
     if name == "mT":

@@ -16,6 +16,7 @@ import types
 from ._frozen import np
 
 from ..runtime.algebra import Buffer, accum
+from ..runtime.errors import where
 from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import effectful, nograd, rule
@@ -683,11 +684,11 @@ def array_writer(a, name, v):
     differentiable (``a.shape = s``) is refused."""
     if name in ("shape", "strides", "dtype", "data"):
         raise NotImplementedError(
-            f"assigning an array's .{name} changes it in place in a way that is not "
+            f"{where()}: assigning an array's .{name} changes it in place in a way that is not "
             f"differentiable; make a new array instead (a = a.reshape(...), a.view(...))")
     if name == "flat" and np.size(v) not in (1, a.size):
         raise NotImplementedError(
-            "a.flat = v with v of another size than a repeats v, which is not differentiable; "
+            f"{where()}: a.flat = v with v of another size than a repeats v, which is not differentiable; "
             "give v as many elements as a")
     return None if name == "imag" and a.dtype.kind != "c" else _ARRAY_WRITES.get(name)
 

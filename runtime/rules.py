@@ -217,7 +217,14 @@ def _reading(field, absent):
 # What the transforms and the runtime ask about a callable (the `_Hooks` of forward.py).
 is_nondiff = _reading("nondiff", False)
 is_effectful = _reading("effectful", False)
-is_changing = _reading("changes_args", False)
+def is_changing(f) -> bool:
+    """Whether ``f`` may change its arguments in place: marked so (`changes_arguments`), or
+    without a record and called as Python code (`called_as`: a NumPy function's Python
+    implementation, ``np.put_along_axis``), which may."""
+    r = record_of(f)
+    return type(f) in CALLS if r is None else r.changes_args
+
+
 is_sparse = _reading("sparse", False)
 is_structured = _reading("structured", False)
 scalar_kind = _reading("returns", None)  # "scalar", "arith", "range" (`returns_scalars`)

@@ -1001,7 +1001,13 @@ def r_combinations(x):  # (functools.reduce, once here, has a rule now)
 
 
 @pytest.mark.regression
-@pytest.mark.parametrize("f", [r_put_along_axis, r_view, r_combinations])
+def test_put_along_axis_is_differentiated_through_its_python_code():
+    """np.put_along_axis (refused once: no rule) is NumPy's Python code writing ``a``."""
+    check_grad(r_put_along_axis, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [r_view, r_combinations])
 def test_writes_and_calls_without_a_rule_are_refused(f):
     x = np.array([0.5, -1.0, 2.0, 0.25])
     keep = x.copy()
