@@ -712,6 +712,7 @@ _ARRAY_WRITES = {"real": _write_real, "imag": _write_imag, "flat": _write_flat}
 def _delattr(obj, name):
     sh = current()
     old = getattr(obj, name)
+    order = list(getattr(obj, "__dict__", ()))
     delattr(obj, name)
     sh.mark(obj)
 
@@ -720,8 +721,20 @@ def _delattr(obj, name):
         if isinstance(e, dict):
             e.pop(name, None)
         setattr(obj, name, old)
+        _in_order(obj, order)
         return None, None, None
     return None, Effect(back)
+
+
+def _in_order(obj, order):
+    """Put the fields of ``obj`` back in ``order``, as they were before a field was deleted
+    (set again, it would come last: its gradient too, which mirrors the fields)."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is dict and list(d) != order:
+        now = dict(d)
+        d.clear()
+        d.update({k: now[k] for k in order if k in now})
+        d.update(now)
 
 
 effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at,

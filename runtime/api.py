@@ -184,6 +184,8 @@ def _mirror(g, a, st, depth):
             out = (_dict if keyed else _seq)(g, a, st, depth - 1)
             st.path.discard(id(a))
             return out
+    elif tg is dict and isinstance(a, functools.partial):  # (its fields, as `Partial` gives them)
+        return _dict(g, {"func": a.func, "args": a.args, "keywords": a.keywords}, st, depth - 1)
     elif tg is dict and a is not _ABSENT:
         fs = shadow.fields(a)
         if fs is not None:
