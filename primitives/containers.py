@@ -16,7 +16,7 @@ import types
 from ._frozen import np
 
 from ..ir import ops
-from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
+from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
 from ..runtime.errors import user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
@@ -343,8 +343,16 @@ def _values(d):
 
 @rule(ops.list_append)
 def _list_append(xs, x):
-    n = len(xs)
-    return ops.list_append(xs, x), lambda d: (None, list(d[:n]), d[n])
+    n, sh = len(xs), current()
+
+    def back(d):
+        if id(xs) in sh.mutated:  # changed in place later (a 3.12 comprehension's list is the
+            sh.add(xs, d)  # function's own local): the item's gradient is in the shadow
+            buf = sh.entry(xs, lambda: Buffer([None] * len(xs), list)).data
+            g, buf[n] = buf[n], None
+            return None, None, g
+        return (None, None, None) if d is None else (None, list(d[:n]), d[n])
+    return ops.list_append(xs, x), Effect(back)
 
 
 @rule(ops.list_extend)

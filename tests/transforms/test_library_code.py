@@ -3,6 +3,8 @@ written in Python (with ``try``, ``with`` and dtype logic inside) are differenti
 through their code, their C calls by rules."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -102,7 +104,8 @@ def test_numpy_functions_written_in_python_are_entered(f, args):
 @pytest.mark.regression
 @pytest.mark.parametrize("f, what", [
     (lambda x, y: np.sum(np.meshgrid(x, y)[0] * np.meshgrid(x, y)[1] ** 2), "assigning an array's .shape"),
-    (lambda x, y: np.sum(np.lib.stride_tricks.sliding_window_view(x, 2) ** 2), "assigning an array's .dtype"),
+    (lambda x, y: np.sum(np.lib.stride_tricks.sliding_window_view(x, 2) ** 2),
+     "assigning an array's .dtype|ndarray._set_dtype has no differentiation rule"),  # (NumPy 2.4|2.5)
     (lambda x, y: np.sum(np.insert(x, 1, y[0]) ** 2), "_array_converter"),
     (lambda x, y: np.sum(np.linalg.tensorsolve(np.outer(x, x) + np.eye(3), x)), "assigning an array's .shape"),
 ], ids=["meshgrid", "sliding_window_view", "insert", "tensorsolve"])
@@ -114,6 +117,6 @@ def test_numpy_functions_whose_python_code_may_be_refused(f, what):
     try:
         bytegrad.gradient(f, _X, _Y)
     except (NotImplementedError, TypeError) as e:
-        assert what in str(e) and f"{__file__}:{line}: in numpy." in str(e)
+        assert re.search(what, str(e)) and f"{__file__}:{line}: in numpy." in str(e)
     else:
         check_grad(f, _X, _Y)
