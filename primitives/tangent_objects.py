@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import operator
+import sys
 import types
 
 from ._frozen import np
@@ -613,6 +615,30 @@ def _map(ts, f, *xss):
         ys.append(y)
         dys.append(dy)
     return IndexIter(ys), none_if_zero(dys)
+
+
+class _Repeated:
+    """The sequence ``itertools.repeat(value, times)`` yields (endless without ``times``),
+    under an `IndexIter`, so that its items' tangents are read as any sequence's."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value, n):
+        self.value, self.n = value, n
+
+    def __len__(self):
+        return sys.maxsize if self.n is None else max(self.n, 0)
+
+    def __getitem__(self, i):
+        return self.value
+
+
+@frule(itertools.repeat)
+def _repeat(ts, obj, *times):
+    if ts[0] is None:
+        return itertools.repeat(obj, *times), None
+    n = times[0] if times else None
+    return IndexIter(_Repeated(obj, n)), _Repeated(ts[0], n)
 
 
 @frule(filter)

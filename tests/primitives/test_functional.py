@@ -602,3 +602,17 @@ def test_plus_equals_on_an_iterable_object_adds_it(f):
     if f is not _list_plus_equals_object:  # (forward mode's list += takes lists only)
         y, dy = bytegrad.jvp(f, (1.5,), (1.0,))
         assert np.isclose(dy, fd_gradient(f, [1.5], 0))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [
+    lambda x: sum([a * c for a, c in zip(x, itertools.repeat(x[0] * x[1]))]),
+    lambda x: sum(list(itertools.repeat(x[0] * x[1], 3))),
+    lambda x: sum([a * c for a, c in zip(itertools.repeat(x[2], 2), x)]),
+], ids=["endless", "times", "first"])
+def test_repeat_of_a_differentiable_value_in_forward_mode(f):
+    """Each item of ``repeat(v)`` carries v's tangent (NoForwardRuleError: no forward rule)."""
+    v = np.array([1.0, 2.0, -1.0, 0.5])
+    _, dy = bytegrad.jvp(f, (XS,), (v,))
+    assert np.isclose(dy, np.dot(fd_gradient(f, [XS], 0), v))
+    check_grad(f, XS)
