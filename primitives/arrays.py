@@ -25,6 +25,11 @@ NotImplementedError (``shuffle`` of a float array too: it works in place);
 integer and parameterless samplers and the generators' housekeeping run plainly.
 Both the ``np.random.*`` functions (``RandomState``) and ``Generator`` methods
 (``np.random.default_rng().normal(...)``) are covered.
+
+A NumPy function without a rule whose implementation is Python is differentiated through
+it (`array_function`), with rules for what that code uses: ``ndarray.__array_wrap__``,
+``_array_converter`` (``np.insert``, ``np.apply_along_axis``) and the C implementations of
+functions that have rules (``np.concatenate``'s, which ``np.block`` calls).
 """
 from __future__ import annotations
 
@@ -502,6 +507,35 @@ def _array_wrap(a, b, *rest):
     code returns through (``np.linalg.tensorsolve``)."""
     y = a.__array_wrap__(b, *rest)
     return y, lambda d: (None, None, np.reshape(d, np.shape(b))) + (None,) * len(rest)
+
+
+# NumPy's Python code takes its arguments as arrays through an `_array_converter`
+# (``np.insert``): the converter's gradient is the tuple of its arrays' gradients.
+_CONVERTER = getattr(np._core._multiarray_umath, "_array_converter", None)
+
+
+if _CONVERTER is not None:
+    @rule(_CONVERTER)
+    def _converter(*xs):
+        pbs = [forward(np.asarray, x)[1] for x in xs]  # (each input's gradient in its own form)
+
+        def back(d):
+            d = (None,) * len(xs) if d is None else d
+            return (None,) + tuple(None if g is None else pb(g)[1] for pb, g in zip(pbs, d))
+        return _CONVERTER(*xs), back
+
+    @rule(_CONVERTER.as_arrays)
+    def _as_arrays(c, **kw):
+        return c.as_arrays(**kw), lambda d: (None, tuple(d))
+
+    @rule(_CONVERTER.__getitem__)
+    def _converted(c, i):
+        n = len(c.as_arrays())
+        return c[i], lambda d: (None, tuple(d if j == i % n else None for j in range(n)), None)
+
+    @rule(_CONVERTER.wrap)
+    def _wrap(c, a, **kw):
+        return c.wrap(a, **kw), lambda d: (None, None, np.reshape(d, np.shape(a)))
 
 
 def rules_for_implementations():

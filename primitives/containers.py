@@ -22,7 +22,7 @@ from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
-from ..runtime.rules import effectful, nograd, nondifferentiable, rule, sparse_gradients
+from ..runtime.rules import effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -85,7 +85,7 @@ def _getitem(x, k):
     if t is np.ndarray:
         return y, _array_getitem_pullback(x, k)
     getitem = getattr(t, "__getitem__", None)
-    if type(getitem).__name__ == "function":
+    if type(getitem).__name__ == "function" or rule_for(getitem) is not None:  # (a C type's, with a rule)
         return forward(getitem, x, k)
     if getitem is dict.__getitem__:  # a dict subclass: OrderedDict, Counter
         return y, lambda d: (None, {k: d}, None)

@@ -92,12 +92,17 @@ def _put(x, y):
     (lambda x: np.sum(_Y.__array_wrap__(x * 2.0) ** 2), (_X,)),
     (lambda a: np.sum(np.linalg.tensorinv(a, ind=1) * np.arange(9.0).reshape(3, 3)), (_SQUARE,)),
     (_put, (_X, _Y)),
+    (lambda x, y: np.sum(np.insert(x, 1, y[0]) ** 2 * np.arange(4.0)), (_X, _Y)),
+    (lambda x, y: np.sum(np.insert([x[0], x[1]], 0, y) ** 3), (_X, _Y)),
+    (lambda x: np.sum(np.delete(x, 1) ** 2), (_X,)),
+    (lambda x, y: np.sum(np.apply_along_axis(lambda r: r * r[0], 0, np.outer(x, y))), (_X, _Y)),
 ], ids=["vander", "block", "block-2d", "logspace", "geomspace", "vector_norm", "matrix_norm",
-        "array_wrap", "tensorinv", "put_along_axis"])
+        "array_wrap", "tensorinv", "put_along_axis", "insert", "insert-list", "delete", "apply_along_axis"])
 def test_numpy_functions_written_in_python_are_entered(f, args):
     """A NumPy function with no rule whose implementation is Python code is differentiated
     through it (NoRuleError said "no Python bytecode": the dispatcher is C); np.block's
-    C np.concatenate has np.concatenate's rule, ndarray.__array_wrap__ (tensorsolve's) one."""
+    C np.concatenate has np.concatenate's rule; ndarray.__array_wrap__ (tensorsolve's) and the
+    _array_converter that np.insert and np.apply_along_axis take their arguments through have rules."""
     check_grad(f, *args)
 
 
@@ -106,9 +111,9 @@ def test_numpy_functions_written_in_python_are_entered(f, args):
     (lambda x, y: np.sum(np.meshgrid(x, y)[0] * np.meshgrid(x, y)[1] ** 2), "assigning an array's .shape"),
     (lambda x, y: np.sum(np.lib.stride_tricks.sliding_window_view(x, 2) ** 2),
      "assigning an array's .dtype|ndarray._set_dtype has no differentiation rule"),  # (NumPy 2.4|2.5)
-    (lambda x, y: np.sum(np.insert(x, 1, y[0]) ** 2), "_array_converter"),
+    (lambda x, y: np.sum(np.ediff1d(x, to_begin=y[0]) ** 2), "numpy.subtract: in-place out="),
     (lambda x, y: np.sum(np.linalg.tensorsolve(np.outer(x, x) + np.eye(3), x)), "assigning an array's .shape"),
-], ids=["meshgrid", "sliding_window_view", "insert", "tensorsolve"])
+], ids=["meshgrid", "sliding_window_view", "ediff1d", "tensorsolve"])
 def test_numpy_functions_whose_python_code_may_be_refused(f, what):
     """Their gradients match finite differences, or (with NumPy versions whose code does
     what cannot be differentiated, as 2.4's meshgrid assigns ``a.shape``) the error names
