@@ -8,3 +8,4 @@ from . import sets, stdlib  # noqa: F401  (before taped, which adds to the rules
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)
 from . import compiled_scalars  # noqa: F401  (the scalar functions of the compiled tier)
 from . import tangent_python, tangent_objects, tangent_numpy  # noqa: F401  (forward rules)
+arrays.rules_for_implementations()  # (last: of every rule above)

@@ -62,10 +62,25 @@ def consume(xs, d):
     zero; a dict's keys and a set's items have none)."""
     at = xs.i if type(xs) is IndexIter else 0
     v = list(xs)
+    return v, _taken(xs, d, at, len(v))
+
+
+def consume_rows(xss, ts, strict=False):
+    """``(rows, tangents)``: the rows of ``zip(*xss, strict=strict)``, taken as Python's
+    zip takes them (up to the shortest: an endless iterator is fine), and for each of
+    ``xss`` the tangents of the items it gave (None when all are zero)."""
+    at = [xs.i if type(xs) is IndexIter else 0 for xs in xss]
+    rows = list(zip(*xss, strict=strict))
+    return rows, [_taken(xs, d, i, len(rows)) for xs, d, i in zip(xss, ts, at)]
+
+
+def _taken(xs, d, at, n):
+    """The tangents of the ``n`` items of ``xs`` taken from position ``at``, read from
+    its tangent ``d`` (a dict's keys and a set's items have none)."""
     if d is None or isinstance(xs, (dict, set, frozenset, str)):
-        return v, None
+        return None
     d = current().refresh(xs.xs if type(xs) is IndexIter else xs, d)
-    return v, [d[at + i] for i in range(len(v))]
+    return [d[at + i] for i in range(n)]
 
 
 def none_if_zero(ds):

@@ -25,13 +25,23 @@ NotImplementedError (``shuffle`` of a float array too: it works in place);
 integer and parameterless samplers and the generators' housekeeping run plainly.
 Both the ``np.random.*`` functions (``RandomState``) and ``Generator`` methods
 (``np.random.default_rng().normal(...)``) are covered.
+
+A NumPy function without a rule whose implementation is Python is differentiated through
+it (`array_function`), with rules for what that code uses: ``ndarray.__array_wrap__``,
+``_array_converter`` (``np.insert``, ``np.apply_along_axis``) and the C implementations of
+functions that have rules (``np.concatenate``'s, which ``np.block`` calls).
 """
 from __future__ import annotations
+
+import types
 
 from ._frozen import np
 
 from ..runtime.api import stop_gradient
-from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
+from ..runtime.forward import forward, run_plain
+from ..runtime.mutation import wrapping
+from ..runtime.frules import FRULES
+from ..runtime.rules import RULES, Lazy, called_as, nograd, nondifferentiable, rule
 from ._util import _sum_to
 from .np_linalg import _parts
 from .np_shape import _arg, differentiable_input, grad_for
@@ -457,3 +467,83 @@ def _register_random():
 
 
 _register_random()
+
+
+# ---------------------------------------------------------------- NumPy functions in Python
+
+# A NumPy function without a rule whose implementation is Python code (``np.meshgrid``,
+# ``np.insert``, ``np.linalg.vector_norm``, …) is differentiated through that code, as
+# library code is, unless an argument overrides ``__array_function__`` (then the call
+# is the override's, which has no rule: it runs plainly or is refused by name).
+_DISPATCHER = type(np.meshgrid)
+
+
+def _overridden(args, kw) -> bool:
+    """Whether an argument's ``__array_function__`` is not the ndarray's own."""
+    own = np.ndarray.__array_function__
+    return any(getattr(type(a), "__array_function__", own) is not own for a in (*args, *kw.values()))
+
+
+def array_function(f, /, *args, **kw):
+    """``f(*args, **kw)`` for the NumPy function ``f``: its Python implementation."""
+    return f._implementation(*args, **kw)
+
+
+@rule(array_function)
+def _array_function(f, *args, **kw):
+    if _overridden(args, kw) or not isinstance(getattr(f, "_implementation", None), types.FunctionType):
+        y, pb = run_plain(f, args, kw)
+    else:
+        y, pb = forward(f._implementation, *args, **kw)
+    return y, wrapping(pb, lambda d: (None,) + tuple(pb(d)))
+
+
+called_as(_DISPATCHER, array_function)
+
+
+@rule(np.ndarray.__array_wrap__)
+def _array_wrap(a, b, *rest):
+    """``a.__array_wrap__(b)``: ``b`` as ``a``'s type (or a scalar), which NumPy's Python
+    code returns through (``np.linalg.tensorsolve``)."""
+    y = a.__array_wrap__(b, *rest)
+    return y, lambda d: (None, None, np.reshape(d, np.shape(b))) + (None,) * len(rest)
+
+
+# NumPy's Python code takes its arguments as arrays through an `_array_converter`
+# (``np.insert``): the converter's gradient is the tuple of its arrays' gradients.
+_CONVERTER = getattr(np._core._multiarray_umath, "_array_converter", None)
+
+
+if _CONVERTER is not None:
+    @rule(_CONVERTER)
+    def _converter(*xs):
+        pbs = [forward(np.asarray, x)[1] for x in xs]  # (each input's gradient in its own form)
+
+        def back(d):
+            d = (None,) * len(xs) if d is None else d
+            return (None,) + tuple(None if g is None else pb(g)[1] for pb, g in zip(pbs, d))
+        return _CONVERTER(*xs), back
+
+    @rule(_CONVERTER.as_arrays)
+    def _as_arrays(c, **kw):
+        return c.as_arrays(**kw), lambda d: (None, tuple(d))
+
+    @rule(_CONVERTER.__getitem__)
+    def _converted(c, i):
+        n = len(c.as_arrays())
+        return c[i], lambda d: (None, tuple(d if j == i % n else None for j in range(n)), None)
+
+    @rule(_CONVERTER.wrap)
+    def _wrap(c, a, **kw):
+        return c.wrap(a, **kw), lambda d: (None, None, np.reshape(d, np.shape(a)))
+
+
+def rules_for_implementations():
+    """Give the C implementation of each NumPy function with rules (``np.concatenate``'s,
+    which ``np.block`` calls) the same rules, where it has none: it does what the function
+    does, without the ``__array_function__`` dispatch.  Run once every rule is registered."""
+    for table in (RULES, FRULES):
+        for f in [f for f in table if type(f) is _DISPATCHER]:
+            impl = f._implementation
+            if type(impl) is not types.FunctionType and impl not in table:
+                table[impl] = table[f]

@@ -16,13 +16,13 @@ import types
 from ._frozen import np
 
 from ..ir import ops
-from ..runtime.algebra import OneHot, accum, is_differentiable, unwrap
+from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
 from ..runtime.errors import user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
-from ..runtime.rules import effectful, nograd, nondifferentiable, rule, sparse_gradients
+from ..runtime.rules import effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -85,7 +85,7 @@ def _getitem(x, k):
     if t is np.ndarray:
         return y, _array_getitem_pullback(x, k)
     getitem = getattr(t, "__getitem__", None)
-    if type(getitem).__name__ == "function":
+    if type(getitem).__name__ == "function" or rule_for(getitem) is not None:  # (a C type's, with a rule)
         return forward(getitem, x, k)
     if getitem is dict.__getitem__:  # a dict subclass: OrderedDict, Counter
         return y, lambda d: (None, {k: d}, None)
@@ -271,15 +271,24 @@ def _same(u, v):
 
 
 @rule(zip)
-def _zip(*xs):
-    y = list(zip(*xs))
+def _zip(*xs, strict=False):
+    if not any(sized(x) for x in xs):  # only iterators, which carry no gradient here: as
+        return zip(*xs, strict=strict), nograd(len(xs))  # lazy as Python's (they may be endless)
+    y = list(zip(*xs, strict=strict))  # (stops at the shortest, as Python's)
     _taken(y, xs, lambda i: all(_same(x[i], v) for x, v in zip(xs, y[i])
                                 if isinstance(x, (list, np.ndarray))))
 
     def back(d):
         cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
-        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) for x, c in zip(xs, cols))
+        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) if sized(x) else None
+                               for x, c in zip(xs, cols))
     return y, back
+
+
+def sized(x) -> bool:
+    """Whether iterable ``x`` has a length (an iterator such as ``itertools.count()`` has
+    none, and its items, made by C code from constants, no gradient)."""
+    return hasattr(type(x), "__len__")
 
 
 @rule(enumerate)
@@ -334,8 +343,16 @@ def _values(d):
 
 @rule(ops.list_append)
 def _list_append(xs, x):
-    n = len(xs)
-    return ops.list_append(xs, x), lambda d: (None, list(d[:n]), d[n])
+    n, sh = len(xs), current()
+
+    def back(d):
+        if id(xs) in sh.mutated:  # changed in place later (a 3.12 comprehension's list is the
+            sh.add(xs, d)  # function's own local): the item's gradient is in the shadow
+            buf = sh.entry(xs, lambda: Buffer([None] * len(xs), list)).data
+            g, buf[n] = buf[n], None
+            return None, None, g
+        return (None, None, None) if d is None else (None, list(d[:n]), d[n])
+    return ops.list_append(xs, x), Effect(back)
 
 
 @rule(ops.list_extend)
@@ -398,6 +415,8 @@ def _getattr(x, name, *default):
         return y, lambda d: (None, None, None)  # a class attribute: no field of x
     if isinstance(x, tuple) and name in getattr(x, "_fields", ()):
         return y, lambda d: (None, OneHot(x, x._fields.index(name), d), None)
+    if isinstance(x, np.ndarray) and not is_differentiable(y):  # .shape, .ndim: no gradient (given
+        return y, nograd(2)  # one by a call, ``a.reshape(*a.shape)``, it was stored as a field's)
     if name == "T":
         return y, lambda d: (None, d.T, None)
     if name == "mT":

@@ -58,9 +58,12 @@ def render() -> str:
         lines.append(f"| `{name}` | {RULES[rules[name]].note or ''} |")
     lines += ["", f"## Run plainly, no gradient ({len(plain)})", "",
               ", ".join(f"`{n}`" for n in sorted(plain, key=str.lower)), "",
-              "Any other NumPy function that receives a differentiable array raises "
-              "`bytegrad.NoRuleError` naming it, with your file and line; add a rule with "
-              "`@bytegrad.rule`.", ""]
+              "Any other NumPy function whose implementation is Python code (`np.vander`, "
+              "`np.block`, `np.linalg.vector_norm`, `np.put_along_axis`, ...) is differentiated "
+              "through that code, as yours is; what that code does that cannot be (`np.meshgrid` "
+              "assigns `a.shape`) is refused naming your line and the function. Any other that "
+              "receives a differentiable array raises `bytegrad.NoRuleError` naming it, with your "
+              "file and line; add a rule with `@bytegrad.rule`.", ""]
     return "\n".join(lines)
 
 

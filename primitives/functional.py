@@ -296,13 +296,17 @@ def _partial(f, *args, **kw):
 
 # ---- consuming an IndexIter ---------------------------------------------------
 
-def _wrap(f, handle, kinds=LAZY):
+def _always(args):
+    return True
+
+
+def _wrap(f, handle, kinds=LAZY, iterates=_always):
     """Make ``handle`` the rule of ``f`` for calls with an argument of a type in
-    ``kinds``; every other call goes on to ``f``'s present rule."""
+    ``kinds``; every other call goes on to ``f``'s present rule, with the objects of
+    classes with Python iteration given as their iterators where ``iterates(args)``
+    says that the call iterates them."""
     old = RULES[f]
     base = old.fn
-
-    own = f is not iter  # (iter's own rule runs a class's __iter__)
 
     def r(*args, **kw):
         through = False
@@ -310,9 +314,9 @@ def _wrap(f, handle, kinds=LAZY):
             t = type(a)
             if t in kinds:
                 return handle(base, *args, **kw)
-            if own and t not in _PLAIN:
+            if t not in _PLAIN:
                 through = through or python_iterable(a)
-        return _through_iter(r, args, kw) if through else base(*args, **kw)
+        return _through_iter(r, args, kw) if through and iterates(args) else base(*args, **kw)
     r.__name__, r.__doc__ = handle.__name__, handle.__doc__
     # (the rule it wraps stays inside it, and so does how a call binds)
     rule(f, override=True, like=old.like, aliases=old.aliases, keywords=old.keywords)(r)
@@ -373,10 +377,16 @@ def _list_iadd(base, xs, ys):
     return _materialized(base, xs, ys) if type(xs) is list else base(xs, ys)
 
 
+def _extends_list(args):
+    """Whether ``+=`` iterates its right operand: only a list's does (``list += it``); an
+    object with ``__iadd__``/``__add__`` takes it as it is, also when it is iterable."""
+    return type(args[0]) is list
+
+
 for _f in (list, tuple, dict, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
            list.extend):
     _wrap(_f, _materialized)
-_wrap(operator.iadd, _list_iadd)
+_wrap(operator.iadd, _list_iadd, iterates=_extends_list)
 
 
 def _iter_of_iter(base, it, *sentinel):
@@ -398,7 +408,7 @@ def _passing_back(base, *args, **kw):
     return y, _handing_back(args, back, back)
 
 
-_wrap(iter, _iter_of_iter)
+_wrap(iter, _iter_of_iter, iterates=lambda args: False)  # (iter's own rule runs a class's __iter__)
 _wrap(zip, _lazily(_zip_lazily))
 _wrap(enumerate, _lazily(_enumerate_lazily))
 _wrap(sorted, _passing_back, (Generator,))

@@ -16,6 +16,7 @@ import types
 from ._frozen import np
 
 from ..runtime.algebra import Buffer, accum
+from ..runtime.errors import where
 from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import effectful, nograd, rule
@@ -683,11 +684,11 @@ def array_writer(a, name, v):
     differentiable (``a.shape = s``) is refused."""
     if name in ("shape", "strides", "dtype", "data"):
         raise NotImplementedError(
-            f"assigning an array's .{name} changes it in place in a way that is not "
+            f"{where()}: assigning an array's .{name} changes it in place in a way that is not "
             f"differentiable; make a new array instead (a = a.reshape(...), a.view(...))")
     if name == "flat" and np.size(v) not in (1, a.size):
         raise NotImplementedError(
-            "a.flat = v with v of another size than a repeats v, which is not differentiable; "
+            f"{where()}: a.flat = v with v of another size than a repeats v, which is not differentiable; "
             "give v as many elements as a")
     return None if name == "imag" and a.dtype.kind != "c" else _ARRAY_WRITES.get(name)
 
@@ -711,6 +712,7 @@ _ARRAY_WRITES = {"real": _write_real, "imag": _write_imag, "flat": _write_flat}
 def _delattr(obj, name):
     sh = current()
     old = getattr(obj, name)
+    order = list(getattr(obj, "__dict__", ()))
     delattr(obj, name)
     sh.mark(obj)
 
@@ -719,8 +721,20 @@ def _delattr(obj, name):
         if isinstance(e, dict):
             e.pop(name, None)
         setattr(obj, name, old)
+        _in_order(obj, order)
         return None, None, None
     return None, Effect(back)
+
+
+def _in_order(obj, order):
+    """Put the fields of ``obj`` back in ``order``, as they were before a field was deleted
+    (set again, it would come last: its gradient too, which mirrors the fields)."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is dict and list(d) != order:
+        now = dict(d)
+        d.clear()
+        d.update({k: now[k] for k in order if k in now})
+        d.update(now)
 
 
 effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at,

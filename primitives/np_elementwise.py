@@ -83,6 +83,7 @@ import numpy
 
 from ._frozen import np
 
+from ..runtime.errors import where
 from ..runtime.mutation import rewrite, wrapping
 from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
 from . import _util
@@ -109,7 +110,7 @@ def _call(f, args, rest, kw):
             or kw.get("where", True) is not True:
         if any(map(active, args)):
             name = getattr(f, "__name__", f)
-            raise TypeError(f"numpy.{name}: in-place out= (and where=) is not differentiable "
+            raise TypeError(f"{where()}: numpy.{name}: in-place out= (and where=) is not differentiable "
                             f"yet; use the returned array instead (y = numpy.{name}(...))")
     return f(*args, *rest, **kw)
 

@@ -7,7 +7,8 @@ Python's are);
 ``product`` (its rows made at the call); ``heapq.heappush``, ``heappop``, ``heappushpop``, ``heapreplace`` and ``heapify``
 (CPython's algorithm, whose changes of the list are differentiated as any),
 ``nsmallest``/``nlargest`` (``sorted(xs, key=key)[:n]``, as documented), ``bisect.insort``
-(the position gets no gradient).  A ``defaultdict`` passed in (or made by a call run
+(the position gets no gradient).  A ``functools.singledispatch`` function's lookup of
+the implementation by class runs plainly; the implementation is differentiated.  A ``defaultdict`` passed in (or made by a call run
 plainly) is refused when changed in place: see `containers.check_changeable`.
 ``statistics.mean``, ``variance``, ``stdev``, ``pvariance``, ``pstdev``, ``geometric_mean``,
 ``harmonic_mean`` (and ``math.sumprod``) have closed-form rules (the value is the
@@ -36,7 +37,7 @@ from ..runtime.algebra import accum, is_differentiable
 from ..runtime.errors import user_location
 from ..runtime.forward import forward
 from ..runtime.mutation import watch_kind
-from ..runtime.rules import RULES, changes_arguments, nograd, nondifferentiable, rule
+from ..runtime.rules import RULES, changes_arguments, nograd, nondifferentiable, rule, runs_plainly
 from .containers import check_changeable, missing
 from .functional import LAZY_NOTE, as_python, take_generators_whole
 from .math import items, mirror
@@ -137,6 +138,13 @@ if hasattr(itertools, "pairwise"):
         for b in it:
             yield a, b
             a = b
+
+
+# ---- functools.singledispatch: the lookup by class runs plainly --------------------
+
+# (its cache of classes is a WeakKeyDictionary; the implementation it returns is then
+# differentiated as any function)
+runs_plainly(functools.singledispatch(len).dispatch.__code__)
 
 
 # ---- heapq, bisect -----------------------------------------------------------

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import operator
+import sys
 import types
 
 from ._frozen import np
@@ -28,8 +30,8 @@ from ..runtime.errors import user_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.tangents import ForwardModeError, current
-from ._tangent import consume, items, none_if_zero, seq
-from .containers import IndexIter, _class_attribute
+from ._tangent import consume, consume_rows, items, none_if_zero, seq
+from .containers import IndexIter, _class_attribute, sized
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -162,12 +164,13 @@ def _next(ts, it, *default):
 
 
 @frule(zip)
-def _zip(ts, *xss):
-    taken = [consume(xs, d) for xs, d in zip(xss, ts)]
-    y = list(zip(*(v for v, _ in taken)))
-    if all(d is None for _, d in taken):
+def _zip(ts, *xss, strict=False):
+    if all(d is None for d in ts) and not any(sized(xs) for xs in xss):
+        return zip(*xss, strict=strict), None  # lazy as Python's: they may be endless
+    y, ds = consume_rows(xss, ts, strict)
+    if all(d is None for d in ds):
         return y, None
-    return y, [tuple(row) for row in zip(*(d or [None] * len(v) for v, d in taken))]
+    return y, [tuple(row) for row in zip(*(d or [None] * len(y) for d in ds))]
 
 
 @frule(enumerate)
@@ -604,15 +607,38 @@ def _sorted(ts, xs, *, key=None, reverse=False):
 
 @frule(map)
 def _map(ts, f, *xss):
-    taken = [consume(xs, d) for xs, d in zip(xss, ts[1:])]
-    rows = [v for v, _ in taken]
-    cols = [d or [None] * len(v) for v, d in taken]
+    rows, ds = consume_rows(xss, ts[1:])
+    cols = [d or [None] * len(rows) for d in ds]
     ys, dys = [], []
-    for args, dargs in zip(zip(*rows), zip(*cols)):
+    for args, dargs in zip(rows, zip(*cols)):
         y, dy = jvp_call(f, ts[0], dargs, *args)
         ys.append(y)
         dys.append(dy)
     return IndexIter(ys), none_if_zero(dys)
+
+
+class _Repeated:
+    """The sequence ``itertools.repeat(value, times)`` yields (endless without ``times``),
+    under an `IndexIter`, so that its items' tangents are read as any sequence's."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value, n):
+        self.value, self.n = value, n
+
+    def __len__(self):
+        return sys.maxsize if self.n is None else max(self.n, 0)
+
+    def __getitem__(self, i):
+        return self.value
+
+
+@frule(itertools.repeat)
+def _repeat(ts, obj, *times):
+    if ts[0] is None:
+        return itertools.repeat(obj, *times), None
+    n = times[0] if times else None
+    return IndexIter(_Repeated(obj, n)), _Repeated(ts[0], n)
 
 
 @frule(filter)

@@ -30,9 +30,59 @@ def pullback(f, /, *args, wrt=None, **kw):
         y, reverse = _pullback(f, args, wrt, kw)
 
     def back(dy):
+        _check_seed(dy, y, "")
         with _COMPUTING:
             return reverse(dy)
     return y, back
+
+
+def _check_seed(dy, y, at):
+    """Raise where the seed ``dy`` does not fit the output ``y`` (a container of another
+    kind or length, a key ``y`` lacks, an array of another shape, a complex value for a
+    real one), naming the place ``at`` in the output; None is zero anywhere."""
+    if dy is None:
+        return
+    if isinstance(y, (tuple, list)):
+        if not isinstance(dy, (tuple, list)) or len(dy) != len(y):
+            _bad_seed(dy, y, at, ValueError)
+        for i, (d, v) in enumerate(zip(dy, y)):
+            _check_seed(d, v, f"{at}[{i}]")
+    elif isinstance(y, dict):
+        if not isinstance(dy, dict):
+            _bad_seed(dy, y, at, ValueError)
+        for k, d in dy.items():
+            if k not in y:
+                raise ValueError(f"the seed{at} has the key {k!r}, which the output{at} lacks "
+                                 f"(its keys: {list(y)})")
+            _check_seed(d, y[k], f"{at}[{k!r}]")
+    elif type(dy) is type(y) and (type(y) is not np.ndarray or dy.shape == y.shape and
+                                  (dy.dtype.kind != "c" or y.dtype.kind == "c")):
+        return  # (the usual seed, of the output's own kind: checked without NumPy calls)
+    elif isinstance(y, _VALUES) and not isinstance(y, (bool, np.bool_)):
+        if not isinstance(dy, _VALUES) or np.shape(dy) != np.shape(y):
+            _bad_seed(dy, y, at, ValueError)
+        if np.iscomplexobj(dy) and not np.iscomplexobj(y):
+            _bad_seed(dy, y, at, TypeError)
+
+
+_VALUES = (np.ndarray, numbers.Number, np.generic)
+
+
+def _bad_seed(dy, y, at, kind):
+    raise kind(f"the seed given to the pullback does not fit the output: the seed{at} is "
+               f"{_layout_of(dy)} where the output{at} is {_layout_of(y)}; give a seed of the "
+               f"output's structure (None for a part with no gradient)")
+
+
+def _layout_of(x):
+    """What `_check_seed` compares of ``x``, in words."""
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    if isinstance(x, np.ndarray):
+        return f"a {x.dtype} array of shape {x.shape}"
+    if isinstance(x, dict):
+        return f"a dict with keys {list(x)}"
+    return f"a {type(x).__name__}"
 
 
 def _callable(f):
@@ -184,6 +234,8 @@ def _mirror(g, a, st, depth):
             out = (_dict if keyed else _seq)(g, a, st, depth - 1)
             st.path.discard(id(a))
             return out
+    elif tg is dict and isinstance(a, functools.partial):  # (its fields, as `Partial` gives them)
+        return _dict(g, {"func": a.func, "args": a.args, "keywords": a.keywords}, st, depth - 1)
     elif tg is dict and a is not _ABSENT:
         fs = shadow.fields(a)
         if fs is not None:

@@ -18,26 +18,36 @@ class NoRuleError(Refusal, TypeError):
     def __init__(self, f, filename, line, via=None):
         full = full_name(f)
         self.callable, self.filename, self.line, self.via = f, filename, line, via
-        if via is not None:
-            entry, ufile, uline = via
-            filename = f"{ufile}:{uline}: in {entry}, which this line calls, at {filename}"
-            full_hint = f"\n(or give {entry} itself a rule: @bytegrad.rule({entry}))"
-        else:
-            full_hint = ""
+        place = _place(filename, line, via)
+        full_hint = "" if via is None else f"\n(or give {via[0]} itself a rule: @bytegrad.rule({via[0]}))"
         if isinstance(f, type) and f.__module__ != "builtins":
             super().__init__(
-                f"{filename}:{line}: a differentiable value reaches the constructor of class "
+                f"{place}: a differentiable value reaches the constructor of class "
                 f"{full}, and constructors are not transformed yet; build the object outside the "
                 f"differentiated function, or give {full} a rule with @bytegrad.rule({full})")
             return
         super().__init__(
-            f"{filename}:{line}: {full} has no differentiation rule and no Python bytecode, "
+            f"{place}: {full} has no differentiation rule and no Python bytecode, "
             f"but a differentiable value reaches it. Add a rule:\n"
             f"    @bytegrad.rule({full})\n"
             f"    def _(*args):\n"
             f"        y = {full}(*args)\n"
             f"        return y, lambda dy: (None, <gradient of each argument>...)\n"
             f"or wrap the value in bytegrad.stop_gradient if no gradient should flow.{full_hint}")
+
+
+def _place(filename, line, via):
+    """``file:line`` of an error; inside library code (``via``, from `library_entry`)
+    the user's line first, then the library function it calls and the line there."""
+    if via is None:
+        return f"{filename}:{line}"
+    entry, ufile, uline = via
+    return f"{ufile}:{uline}: in {entry}, which this line calls, at {filename}:{line}"
+
+
+def where() -> str:
+    """`_place` of the line being differentiated now."""
+    return _place(*user_location(), library_entry())
 
 
 class NotScalarError(ValueError):

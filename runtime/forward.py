@@ -20,7 +20,7 @@ from . import algebra, generators, mutation
 from .binding import call_with_keywords
 from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
-from .rules import CALLS, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, rule_for, scalar_kind, taped_for
+from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, nondifferentiable, rule_for, scalar_kind, taped_for
 from .shadow import current
 from .watch import WATCH
 
@@ -232,6 +232,8 @@ def forward(f, /, *args, **kw):
             c = e[1]
         else:
             c = _running(f)
+            if c is None:  # (marked to run plainly)
+                return forward(f, *args, **kw)
         if kw or len(args) != c.arity:  # keywords, defaults or *args to bind
             return _call(f, c, args, kw)
         # `_call`, inline for the plain call: one frame per level of recursion (and a
@@ -274,8 +276,12 @@ _RUNNING = {}
 
 
 def _running(f):
-    """The `Compiled` of Python function ``f``, recorded in `_RUNNING`."""
+    """The `Compiled` of Python function ``f``, recorded in `_RUNNING`; None for one
+    whose code `runs_plainly`, now marked `nondifferentiable`."""
     key, code = id(f), f.__code__
+    if code in PLAIN_CODES:
+        nondifferentiable(f)
+        return None
     c = _CACHE.get(code, f.__globals__)
     old = _RUNNING.get(key)
     ref = old[2] if old is not None and old[2]() is f else \

@@ -142,6 +142,16 @@ def nondifferentiable(*fs):
     return fs[0] if fs else None
 
 
+PLAIN_CODES: set = set()  # code objects whose functions run plainly (`runs_plainly`)
+
+
+def runs_plainly(*codes):
+    """Mark code objects whose functions (closures a library makes, such as the lookup of
+    each ``functools.singledispatch`` function) return nothing that carries a gradient:
+    each such function is marked `nondifferentiable` when it is first called."""
+    PLAIN_CODES.update(codes)
+
+
 def effectful(*fs):
     """Mark callables whose pullbacks must run even when their result has no
     gradient, because they act through a side channel (a cell, a shadow); such
@@ -207,7 +217,14 @@ def _reading(field, absent):
 # What the transforms and the runtime ask about a callable (the `_Hooks` of forward.py).
 is_nondiff = _reading("nondiff", False)
 is_effectful = _reading("effectful", False)
-is_changing = _reading("changes_args", False)
+def is_changing(f) -> bool:
+    """Whether ``f`` may change its arguments in place: marked so (`changes_arguments`), or
+    without a record and called as Python code (`called_as`: a NumPy function's Python
+    implementation, ``np.put_along_axis``), which may."""
+    r = record_of(f)
+    return type(f) in CALLS if r is None else r.changes_args
+
+
 is_sparse = _reading("sparse", False)
 is_structured = _reading("structured", False)
 scalar_kind = _reading("returns", None)  # "scalar", "arith", "range" (`returns_scalars`)

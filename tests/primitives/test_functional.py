@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from functools import partial
 
 import numpy as np
@@ -488,3 +489,130 @@ def test_an_object_iterated_through_its_python_iter_or_getitem(cls, consume):
     """``iter(obj)`` runs the class's ``__iter__`` (or ``__getitem__``) differentiated, and
     every consumer takes it so (the gradient was silently None)."""
     check_grad(lambda x: consume(cls(x)), np.array([0.3, -1.2, 0.5]))
+
+
+# ---- zip and map with endless or length-less iterators; zip(strict=True) ----------
+
+_ENDLESS = {
+    "count": lambda x: sum(a * c for a, c in zip(x, itertools.count(1.5, 0.5))),
+    "count-first": lambda x: sum(a * c for c, a in zip(itertools.count(), list(x))),
+    "repeat": lambda x: sum([a * c for a, c in zip(x, itertools.repeat(2.0))]),
+    "repeat-differentiable": lambda x: sum(a * c for a, c in zip(x, itertools.repeat(x[0] * x[1]))),
+    "cycle": lambda x: sum(a * c for a, c in zip(x, itertools.cycle([1.0, 2.0]))),
+    "map-argument": lambda x: sum(a * c for a, c in zip(x, map(float, "123"))),
+    "map-repeat": lambda x: sum(map(operator.mul, x, itertools.repeat(2.0))),
+    "map-count": lambda x: sum(map(operator.mul, x, itertools.count())),
+    "only-iterators": lambda x: x[0] * sum(a * b for a, b in itertools.islice(
+        zip(itertools.count(), itertools.repeat(3.0)), 4)),
+}
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", list(_ENDLESS.values()), ids=list(_ENDLESS))
+def test_zip_and_map_stop_at_the_shortest_of_endless_iterators(f):
+    """Python's zip stops at its shortest argument, taking items lazily (an endless or
+    length-less iterator raised TypeError: no len())."""
+    check_grad(f, XS)
+
+
+_ENDLESS_FORWARD = """
+import itertools, operator, numpy as np, bytegrad as bg
+x, v = np.array([0.3, -1.2, 2.1]), np.array([1.0, 2.0, -1.0])
+fs = [lambda x: sum([a * c for a, c in zip(x, itertools.count())]),
+      lambda x: sum([a * c for a, c in zip(list(x), itertools.repeat(2.0))]),
+      lambda x: sum(map(operator.mul, x, itertools.count(1.0))),
+      lambda x: x[0] * sum([a * b for a, b in itertools.islice(zip(itertools.count(), itertools.repeat(3.0)), 2)])]
+print([float(bg.jvp(f, (x,), (v,))[1]) for f in fs])
+"""
+
+
+@pytest.mark.regression
+def test_zip_and_map_of_endless_iterators_in_forward_mode():
+    """jvp took every item of an endless iterator (memory ran out): run apart, with a
+    memory limit, so that a regression fails instead of taking the machine."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    out = subprocess.run([sys.executable, "-c", _ENDLESS_FORWARD], capture_output=True, text=True,
+                         timeout=300, preexec_fn=limit)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # closed forms with v = (1, 2, -1): Σ i vᵢ, 2 Σ vᵢ, Σ (i+1) vᵢ, and (0·3 + 1·3) v₀
+    assert np.allclose(eval(out.stdout), [0 + 2 - 2, 2 * 2.0, 1 + 4 - 3, 3 * 1.0])
+
+
+@pytest.mark.regression
+def test_zip_strict():
+    """zip(..., strict=True) as Python's: equal lengths zip, unequal ones raise ValueError
+    (the rules took no ``strict``)."""
+    check_grad(lambda x: sum(a * c for a, c in zip(x, x[::-1], strict=True)), XS)
+    check_grad(lambda x: sum(a * c for a, c in zip(iter(x), x[::-1], strict=True)), XS)
+    y, dy = bytegrad.jvp(lambda x: sum([a * c for a, c in zip(x, x[::-1], strict=True)]), (XS,), (YS[:1] + XS,))
+    assert np.isclose(dy, 2 * np.dot(XS[::-1], YS[:1] + XS))
+    for f in (lambda x: sum(a * c for a, c in zip(x, x[1:], strict=True)),
+              lambda x: sum(a * c for a, c in zip(iter(x), x[1:], strict=True))):
+        with pytest.raises(ValueError, match="zip\\(\\) argument 2 is shorter than argument 1"):
+            bytegrad.grad(f)(XS)
+    with pytest.raises(ValueError, match="zip\\(\\) argument 2 is longer than argument 1"):
+        bytegrad.jvp(lambda x: sum([a for a, c in zip(x[1:], x, strict=True)]), (XS,), (XS,))
+
+
+class _Summing:
+    """Iterable, and added with ``+``: ``+=`` must add it, not iterate it."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return type(self)(self.x + other.x)
+
+    def __iter__(self):
+        return iter([self.x])
+
+
+class _AddingInPlace(_Summing):
+    def __iadd__(self, other):
+        self.x = self.x * other.x
+        return self
+
+
+def _plus_equals(cls):
+    def f(a):
+        c = cls(a)
+        c += cls(2.0 * a)
+        return c.x * a
+    return f
+
+
+def _list_plus_equals_object(a):
+    xs = [a]
+    xs += _Summing(3.0 * a)  # (a list's += does iterate it)
+    return xs[0] * xs[1]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_plus_equals(_Summing), _plus_equals(_AddingInPlace), _list_plus_equals_object],
+                         ids=["__add__", "__iadd__", "list"])
+def test_plus_equals_on_an_iterable_object_adds_it(f):
+    """``c += d`` on objects of a class with ``__iter__`` gave both as iterators
+    (TypeError: unsupported operand ... 'IndexIter'); only ``list += it`` iterates."""
+    check_grad(f, 1.5)
+    if f is not _list_plus_equals_object:  # (forward mode's list += takes lists only)
+        y, dy = bytegrad.jvp(f, (1.5,), (1.0,))
+        assert np.isclose(dy, fd_gradient(f, [1.5], 0))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [
+    lambda x: sum([a * c for a, c in zip(x, itertools.repeat(x[0] * x[1]))]),
+    lambda x: sum(list(itertools.repeat(x[0] * x[1], 3))),
+    lambda x: sum([a * c for a, c in zip(itertools.repeat(x[2], 2), x)]),
+], ids=["endless", "times", "first"])
+def test_repeat_of_a_differentiable_value_in_forward_mode(f):
+    """Each item of ``repeat(v)`` carries v's tangent (NoForwardRuleError: no forward rule)."""
+    v = np.array([1.0, 2.0, -1.0, 0.5])
+    _, dy = bytegrad.jvp(f, (XS,), (v,))
+    assert np.isclose(dy, np.dot(fd_gradient(f, [XS], 0), v))
+    check_grad(f, XS)

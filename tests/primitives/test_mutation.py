@@ -1001,7 +1001,13 @@ def r_combinations(x):  # (functools.reduce, once here, has a rule now)
 
 
 @pytest.mark.regression
-@pytest.mark.parametrize("f", [r_put_along_axis, r_view, r_combinations])
+def test_put_along_axis_is_differentiated_through_its_python_code():
+    """np.put_along_axis (refused once: no rule) is NumPy's Python code writing ``a``."""
+    check_grad(r_put_along_axis, np.array([0.5, -1.0, 2.0, 0.25]))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [r_view, r_combinations])
 def test_writes_and_calls_without_a_rule_are_refused(f):
     x = np.array([0.5, -1.0, 2.0, 0.25])
     keep = x.copy()
@@ -1230,3 +1236,16 @@ def test_dict_update_from_pairs_gives_the_kept_values_their_gradients():
     assert check_grad(f, 0.7) == (2 * 3.0 * 0.7 + 1.0,)
     g = bytegrad.gradient(lambda ps: (d := {}).update(ps) or d["k"] * 2.0, [("k", 1.5)])
     assert g == ([(None, 2.0)],)
+
+
+def _comprehension_then_changed(x, y):
+    out = [v * 1.0 for v in (x, y)]  # (3.12 builds it in this function, not in its own)
+    out[0] = out[0] * 2.0
+    return np.sum(out[0]) + np.sum(out[1] ** 2)
+
+
+@pytest.mark.regression
+def test_a_comprehensions_list_changed_in_place_later():
+    """On 3.12+ the items of a comprehension's list that was then changed in place got no
+    gradient (None, silently; np.meshgrid of NumPy 2.5 does this)."""
+    check_grad(_comprehension_then_changed, np.array([0.3, -1.2, 2.1]), np.array([0.5, 1.5]))

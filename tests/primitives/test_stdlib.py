@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad, check_stateful
+from checks import check_grad, check_stateful, fd_gradient
 
 XS = np.array([0.7, -1.3, 2.1, 0.4])
 
@@ -190,3 +190,34 @@ def test_tests_and_conversions_carry_no_gradient():
         n = len(d.keys()) + s.issubset({x, 2.0, 3.0}) + float(x).is_integer() + len(hex(7))
         return n * x + operator.countOf([x, x], x) * d["a"]
     assert bytegrad.gradient(f, {"a": 1.0}, 1.5) == ({"a": 2.0}, 5.0)
+
+
+@functools.singledispatch
+def _energy(x, scale=1.0):
+    return scale * x * x
+
+
+@_energy.register
+def _(x: np.ndarray, scale=1.0):
+    return scale * np.sum(np.sin(x) * x)
+
+
+@_energy.register(list)
+def _(xs, scale=1.0):
+    return sum([_energy(x, scale) for x in xs])
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, x", [
+    (lambda x: _energy(x), 1.3),
+    (lambda x: _energy(x, scale=x), 1.3),
+    (lambda x: _energy(x, 2.0), np.array([0.4, -1.1, 2.0])),
+    (lambda x: _energy([x[0], x[1] * x[2]], scale=3.0), np.array([0.4, -1.1, 2.0])),
+], ids=["float", "keyword", "array", "list-recursing"])
+def test_singledispatch_function(f, x):
+    """The lookup by class runs plainly and the implementation is differentiated (the
+    lookup's WeakKeyDictionary raised NoRuleError naming weakref.ReferenceType)."""
+    check_grad(f, x)
+    v = np.ones_like(x) * 0.7
+    _, dy = bytegrad.jvp(f, (x,), (v,))
+    assert np.isclose(dy, np.sum(fd_gradient(f, [x], 0) * v))

@@ -718,3 +718,32 @@ def test_a_missing_rule_met_by_a_with_statement_names_the_users_line():
     line = inspect.getsourcelines(_locked)[1] + 1
     with pytest.raises(bytegrad.NoRuleError, match=rf"test_api_and_errors\.py:{line}: lock\.__enter__"):
         bytegrad.gradient(_locked, 1.5, threading.Lock())
+
+
+_SEEDED_X = np.array([1.0, -2.0, 0.5])
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, seed, error, says", [
+    (lambda x: (x * 2.0, np.sum(x)), (np.ones(3),), ValueError, "seed is a tuple of length 1 where the output is a tuple of length 2"),
+    (lambda x: x * 2.0, np.ones(2), ValueError, "seed is a float64 array of shape (2,) where the output is a float64 array of shape (3,)"),
+    (lambda x: x * 2.0, np.ones(3) * 1j, TypeError, "seed is a complex128 array of shape (3,) where the output is a float64 array"),
+    (lambda x: x * 2.0, 1.0, ValueError, "seed is a float where the output is a float64 array of shape (3,)"),
+    (lambda x: {"a": np.sum(x)}, {"a": 1.0, "b": 2.0}, ValueError, "seed has the key 'b', which the output lacks"),
+    (lambda x: [x, (x[0], np.sum(x))], [None, (1.0, np.ones(2))], ValueError, "seed[1][1] is a float64 array of shape (2,) where the output[1][1] is a float64"),
+], ids=["short-tuple", "shape", "complex", "scalar-for-array", "extra-key", "nested"])
+def test_a_seed_that_does_not_fit_the_output_is_refused(f, seed, error, says):
+    """A seed of the wrong structure raised internal errors (IndexError, a broadcast
+    ValueError, UFuncTypeError) or was taken silently (a scalar, extra keys)."""
+    _, back = bytegrad.pullback(f, _SEEDED_X)
+    with pytest.raises(error) as e:
+        back(seed)
+    assert says in str(e.value)
+
+
+@pytest.mark.regression
+def test_seeds_that_fit_the_output_still_give_its_gradient():
+    """None for a part, a list for a tuple, a NumPy scalar for a float: all fit."""
+    _, back = bytegrad.pullback(lambda x: (x * 2.0, {"s": np.sum(x ** 2)}), _SEEDED_X)
+    np.testing.assert_allclose(back([np.ones(3), None])[0], 2.0 * np.ones(3))
+    np.testing.assert_allclose(back((None, {"s": np.float64(0.5)}))[0], _SEEDED_X)  # ½ · 2x

@@ -6,6 +6,7 @@ finite differences (checks.check_stateful) or closed forms."""
 import collections
 import copy
 import dataclasses
+import functools
 import math
 import pathlib
 import re
@@ -288,3 +289,46 @@ def test_dict_subclasses_are_mirrored():
               collections.OrderedDict([("b", 3.0), ("a", 2.0)])):
         (g,) = bytegrad.gradient(lambda d: d.get("a") * 2.0, d)
         assert list(g) == list(d) and g["a"] == 2.0 and g["b"] is None
+
+
+def _quadratic(x, w):
+    return w * x ** 2
+
+
+def _quadratic_with_default(x, w, b=1.0):
+    return w * x ** 2 + b
+
+
+@pytest.mark.regression
+def test_a_partials_gradient_has_its_fields_in_order():
+    """``{"func", "args", "keywords"}`` in that order, func None when nothing reaches it (it
+    came back ``keywords, args`` with func missing)."""
+    g = bytegrad.gradient(lambda p, x: p(x), functools.partial(_quadratic, w=2.0), 3.0)
+    assert list(g[0]) == ["func", "args", "keywords"]
+    assert g[0]["func"] is None and g[0]["args"] == () and g[0]["keywords"] == {"w": 9.0}  # x²
+    assert g[1] == 12.0  # 2 w x
+    g = bytegrad.gradient(lambda p, x: p(x), functools.partial(_quadratic_with_default, 3.0), 2.0)
+    assert list(g[0]) == ["func", "args", "keywords"]
+    assert g[0]["args"] == (2.0 * 2.0 * 3.0,) and g[0]["keywords"] == {}  # d/dx of w x² at x = 3
+    assert g[0]["func"]["__defaults__"] == (1.0,)  # d/db
+
+
+class _Fields:
+    pass
+
+
+def _delete_and_set_again(o):
+    del o.a
+    o.b = 2.0
+    o.a = 5.0 * o.c
+    return o.c * 2.0 + o.a * o.b
+
+
+@pytest.mark.regression
+def test_an_objects_gradient_keeps_its_fields_order_through_del():
+    """A field deleted and set again came back last in the gradient (and in the object)."""
+    o = _Fields()
+    o.a, o.c = 1.0, 3.0
+    g = bytegrad.gradient(_delete_and_set_again, o)[0]
+    assert list(g) == ["a", "c"] and list(vars(o))[:2] == ["a", "c"]
+    assert g["a"] is None and g["c"] == 2.0 + 5.0 * 2.0  # d/dc: 2 + 5 b
