@@ -317,3 +317,19 @@ class fresh:
         sh = _stack().pop()
         if sh.mutated and sh.inside:
             _mutating(-1)
+
+
+class adopted:
+    """``with adopted(sh):`` — this thread works inside the computation whose shadow is
+    ``sh`` (a task that thread runs for it: its changes in place, and the reads of them,
+    go to that computation's shadow, as the same code run inline would)."""
+
+    def __init__(self, sh):
+        self.sh = sh
+
+    def __enter__(self):
+        _stack().append(self.sh)
+        return self.sh
+
+    def __exit__(self, *exc):
+        _stack().pop()

@@ -1,0 +1,277 @@
+"""Rules for thread pools, threads and queues: unmodified code that runs its work on
+``concurrent.futures.ThreadPoolExecutor`` (``submit``, ``map``, ``as_completed``,
+``wait``), ``threading.Thread(target=..., args=...)`` or ``queue.Queue`` is
+differentiated (see `tasks` for how a task goes back).
+
+The rules sit at these API entry points rather than letting the transform lift the
+standard library's code: the pool's work queue, locks and worker loop carry no gradient,
+and what must happen at them (run the task's forward transform in the worker, go back on
+the same pool) is not what their code does.  ``Executor.map``, ``as_completed`` and
+``wait`` are differentiated as the Python code below (`functional.as_python`), built on
+``submit`` and ``result``.
+
+A task runs in the caller's computation: its changes in place go to the caller's shadow
+(`shadow.adopted`), as if it had run inline, so a thread may fill a list the caller reads.
+A queue has an adjoint queue: each item ``put`` travels with a `_Message` whose gradient
+the pullback of its ``get`` sends back, and the pullback of the ``put`` (in the sender's
+reverse pass) waits for it.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import queue
+import threading
+
+from ..runtime import shadow
+from ..runtime.errors import user_location
+from ..runtime.forward import forward
+from ..runtime.mutation import Effect
+from ..runtime.rules import nondifferentiable, rule
+from .functional import as_python
+from .tasks import Task, task_gradients
+
+QUEUE_TIMEOUT = 600.0  # seconds a put's pullback waits for its get's gradient
+
+
+class TaskFuture(cf.Future):
+    """The future of a task submitted in differentiated code: a `concurrent.futures.Future`
+    (``as_completed``, ``wait``, ``done()`` take it) that holds its `Task`."""
+
+    def __init__(self, task):
+        super().__init__()
+        self.task = task
+
+    def result(self, timeout=None):
+        if shadow.current().inside and self.task.escaped is None:
+            self.task.escaped = user_location()  # read plainly inside a computation
+        return super().result(timeout)
+
+
+def _relay(inner, outer):
+    """``outer`` gets ``inner``'s value or exception once ``inner`` is done."""
+    def done(f):
+        e = f.exception()
+        if e is None:
+            outer.set_result(f.result())
+        else:
+            outer.set_exception(e)
+    inner.add_done_callback(done)
+
+
+def _in_computation(sh, fn, args, kw, task_backs):
+    """``fn(*args, **kw)``'s forward transform, run by a worker for the computation of
+    shadow ``sh``; its pullback goes into ``task_backs``."""
+    with shadow.adopted(sh):
+        y, back = forward(fn, *args, **kw)
+    task_backs.append(back)
+    return y
+
+
+def _going_back(sh, backs, args, kw):
+    """What runs a thread task's pullback, on a worker, for the computation of ``sh``."""
+    def run_back(dy):
+        with shadow.adopted(sh):
+            return task_gradients(backs[0](dy), args, kw)
+    return run_back
+
+
+@rule(cf.ThreadPoolExecutor.submit)
+def _submit(self, fn, /, *args, **kwargs):
+    sh, backs = shadow.current(), []
+    task = Task(self, _going_back(sh, backs, args, kwargs))
+    fut = TaskFuture(task)
+    _relay(cf.ThreadPoolExecutor.submit(self, _in_computation, sh, fn, args, kwargs, backs), fut)
+    return fut, Effect(lambda _: (None, None) + task.gradients())
+
+
+@rule(TaskFuture.result)
+def _result(self, timeout=None):
+    y = cf.Future.result(self, timeout)
+    self.task.awaited()
+
+    def back(dy):
+        self.task.receive(dy)
+        return None, None, None
+    return y, Effect(back)
+
+
+@as_python(cf.Executor.map, keywords=("timeout", "chunksize"))
+@as_python(cf.ProcessPoolExecutor.map, keywords=("timeout", "chunksize"))
+def _map(self, fn, *iterables, timeout=None, chunksize=1):
+    """``Executor.map``: every task submitted at the call, each awaited when its item is
+    taken (``timeout`` applies to each wait; ``chunksize`` is not used)."""
+    fs = [self.submit(fn, *args) for args in zip(*iterables)]
+    return _results(fs, timeout)
+
+
+def _results(fs, timeout):
+    for f in fs:
+        yield f.result(timeout)
+
+
+@as_python(cf.as_completed)
+def _as_completed(fs, timeout=None):
+    """``as_completed``: the futures as they finish."""
+    fs = list(fs)
+    for i in _finished(fs, timeout):
+        yield fs[i]
+
+
+@nondifferentiable
+def _finished(fs, timeout):
+    at = {id(f): i for i, f in enumerate(fs)}
+    return (at[id(f)] for f in cf.as_completed(fs, timeout))
+
+
+@as_python(cf.wait)
+def _wait(fs, timeout=None, return_when=cf.ALL_COMPLETED):
+    """``wait``: ``(done, not_done)``, sets of the futures."""
+    fs = list(fs)
+    done = _done(fs, timeout, return_when)
+    return cf._base.DoneAndNotDoneFutures({f for f, d in zip(fs, done) if d},
+                                          {f for f, d in zip(fs, done) if not d})
+
+
+@nondifferentiable
+def _done(fs, timeout, return_when):
+    finished = cf.wait(fs, timeout, return_when).done
+    return [f in finished for f in fs]
+
+
+# ---- threading.Thread --------------------------------------------------------------
+
+class _ThreadTask:
+    """The work of a thread made in differentiated code: its target's forward transform
+    runs in the thread; its pullback runs in a thread of its own, started where the
+    primal joined the thread (the first join: its pullback runs last)."""
+
+    __slots__ = ("sh", "target", "args", "kwargs", "backs", "joins", "adjoint", "grads")
+
+    def __init__(self, target, args, kwargs):
+        self.sh, self.target, self.args, self.kwargs = shadow.current(), target, args, kwargs or {}
+        self.backs, self.joins, self.adjoint, self.grads = [], 0, None, []
+
+    def run(self):
+        _in_computation(self.sh, self.target, self.args, self.kwargs, self.backs)
+
+    def launch(self):
+        if self.adjoint is None and self.backs:
+            run_back = _going_back(self.sh, self.backs, self.args, self.kwargs)
+            self.adjoint = threading.Thread(target=lambda: self.grads.append(run_back(None)),
+                                            daemon=True)
+            self.adjoint.start()
+
+    def gradients(self):
+        self.launch()
+        if self.adjoint is None:  # the target never ran (or raised)
+            return None, None, None
+        self.adjoint.join()
+        if not self.grads:
+            raise RuntimeError("the reverse pass of a thread's target failed (its error was "
+                               "printed by the thread)")
+        g = self.grads[0]
+        d_args = type(self.args)(g[1:1 + len(self.args)]) if any(
+            x is not None for x in g[1:1 + len(self.args)]) else None
+        return g[0], d_args, g[1 + len(self.args)] if self.kwargs else None
+
+
+@rule(threading.Thread)
+def _thread(group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None):
+    t = threading.Thread(group, target, name, args, kwargs, daemon=daemon)
+    t._bytegrad_task = task = _ThreadTask(target, args, kwargs)
+
+    def back(_):
+        d_target, d_args, d_kwargs = task.gradients()
+        return None, None, d_target, None, d_args, d_kwargs
+    return t, Effect(back)
+
+
+@rule(threading.Thread.start)
+def _start(self):
+    task = getattr(self, "_bytegrad_task", None)
+    if task is None:
+        file, line = user_location()
+        raise NotImplementedError(
+            f"{file}:{line}: a thread made outside threading.Thread(target=..., args=...) in "
+            f"the differentiated code ({type(self).__qualname__}) is not differentiated: "
+            f"make it with threading.Thread(target=fn, args=(...)) inside the function")
+    self._target, self._args, self._kwargs = task.run, (), {}
+    self.start()
+    return None, Effect(lambda _: (None, None))
+
+
+@rule(threading.Thread.join)
+def _join(self, timeout=None):
+    task = getattr(self, "_bytegrad_task", None)
+    self.join(timeout)
+    if task is None:
+        return None, Effect(lambda _: (None, None, None))
+    task.joins += 1
+
+    def back(_):
+        task.joins -= 1
+        if task.joins == 0:
+            task.launch()
+        return None, None, None
+    return None, Effect(back)
+
+
+# ---- queue.Queue: an adjoint queue ---------------------------------------------------
+
+class _Message:
+    """An item on its way through a queue, and the way back of its gradient."""
+
+    __slots__ = ("item", "taken", "dy", "arrived")
+
+    def __init__(self, item):
+        self.item, self.taken, self.dy, self.arrived = item, False, None, threading.Event()
+
+    def __lt__(self, other):  # (a PriorityQueue compares its items)
+        return self.item < other.item
+
+    def gradient(self):
+        if not self.taken:
+            return None
+        if not self.arrived.wait(QUEUE_TIMEOUT):
+            raise RuntimeError(f"an item put on a queue got no gradient from the reverse pass "
+                               f"of the get that took it within {QUEUE_TIMEOUT} s")
+        return self.dy
+
+
+@rule(queue.Queue.put)
+def _put(self, item, block=True, timeout=None):
+    m = _Message(item)
+    queue.Queue.put(self, m, block, timeout)
+    return None, Effect(lambda _: (None, None, m.gradient(), None, None))
+
+
+@rule(queue.Queue.get)
+def _get(self, block=True, timeout=None):
+    m = queue.Queue.get(self, block, timeout)
+    if type(m) is not _Message:  # put by code run plainly
+        return m, Effect(lambda _: (None, None, None, None))
+    m.taken = True
+
+    def back(dy):
+        m.dy = dy
+        m.arrived.set()
+        return None, None, None, None
+    return m.item, Effect(back)
+
+
+# ---- what carries no gradient: locks, events, the pools' own management -------------
+
+_LOCKS = (type(threading.Lock()), type(threading.RLock()))
+nondifferentiable(*(getattr(t, m) for t in _LOCKS
+                    for m in ("acquire", "release", "__enter__", "__exit__", "locked")
+                    if hasattr(t, m)))
+nondifferentiable(*(getattr(c, m) for c, ms in (
+    (threading.Condition, ("__enter__", "__exit__", "wait", "wait_for", "notify", "notify_all")),
+    (threading.Semaphore, ("acquire", "release", "__enter__", "__exit__")),
+    (threading.Event, ("set", "clear", "wait", "is_set")),
+    (threading.Barrier, ("wait",)),
+    (cf.Executor, ("__enter__", "__exit__")),
+    (cf.ThreadPoolExecutor, ("shutdown",)),
+    (cf.ProcessPoolExecutor, ("shutdown",)),
+    (threading.Thread, ("is_alive", "__init__")),  # (a subclass's super().__init__())
+) for m in ms))
