@@ -28,14 +28,14 @@ from ..runtime.algebra import accum, unwrap
 
 
 class Task:
-    """One scheduled call.  ``run_back(dy)`` (called on ``pool``'s replacement if the pool
-    is gone) computes ``(d_fn, d_args, d_kw)``; ``awaits`` counts the awaits the forward
+    """One scheduled call.  ``pool.submit(*call, dy)`` (on ``pool``'s replacement if the
+    pool is gone) computes ``(d_fn, d_arg1, …[, d_kw])`` (`task_gradients`); ``awaits`` counts the awaits the forward
     pass made, each of whose pullbacks hands in its gradient with `receive`."""
 
-    __slots__ = ("pool", "run_back", "lock", "awaits", "dy", "adjoint", "spare", "escaped")
+    __slots__ = ("pool", "call", "sh", "operands", "lock", "awaits", "dy", "adjoint", "spare", "escaped")
 
-    def __init__(self, pool, run_back):
-        self.pool, self.run_back = pool, run_back
+    def __init__(self, pool, call, sh=None, operands=()):
+        self.pool, self.call, self.sh, self.operands = pool, call, sh, operands
         self.lock = threading.Lock()
         self.awaits, self.dy, self.adjoint, self.spare, self.escaped = 0, None, None, None, None
 
@@ -54,10 +54,10 @@ class Task:
     def _launch(self):
         if self.adjoint is None:
             self.spare, pool = acquire(self.pool)
-            self.adjoint = pool.submit(self.run_back, self.dy)
+            self.adjoint = pool.submit(*self.call, self.dy)
 
     def gradients(self):
-        """``(d_fn, d_args, d_kw)``, once the adjoint task is done (launched now if no
+        """``(d_fn, d_args, d_kw)`` (less what goes to the shadow ``sh``, if given), once the adjoint task is done (launched now if no
         await's pullback did: the value was never used, or never awaited)."""
         if self.escaped is not None:
             file, line = self.escaped
@@ -68,7 +68,7 @@ class Task:
         with self.lock:
             self._launch()
         try:
-            return self._result()
+            return absorbed(self.sh, self.operands, self._result())
         finally:
             release(self.spare)
             self.spare = None
@@ -89,6 +89,16 @@ class _Gone:
 
     def __init__(self, pool, error):
         self.pool, self.error = pool, error
+
+
+def absorbed(sh, operands, grads):
+    """The gradients ``grads`` of ``operands``, less the parts that belong to objects
+    changed in place, which go to their entries in the shadow ``sh``: what `Routed` does
+    for a pullback whose operands were changed after the call (by a task, after the
+    forward pass decided how to push the call's pullback)."""
+    if sh is None or not sh.mutated:
+        return grads
+    return tuple(sh.absorb(x, g) for x, g in zip(operands, grads))
 
 
 def task_gradients(grads, args, kw):
@@ -153,3 +163,8 @@ def _remake(pool):
                        f"reverse pass and bytegrad does not know how to make another; keep it "
                        f"open until the pullback is called")
 
+
+
+def operands(fn, args, kw):
+    """What `task_gradients` gives gradients of, in its order."""
+    return (fn,) + tuple(args) + ((kw,) if kw else ())

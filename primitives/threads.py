@@ -19,16 +19,21 @@ reverse pass) waits for it.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import queue
 import threading
+import types
 
+from ._frozen import np
+
+from ..ir.errors import Refusal
 from ..runtime import shadow
 from ..runtime.errors import user_location
 from ..runtime.forward import forward
 from ..runtime.mutation import Effect
 from ..runtime.rules import nondifferentiable, rule
 from .functional import as_python
-from .tasks import Task, task_gradients
+from .tasks import Task, absorbed, operands, task_gradients
 
 QUEUE_TIMEOUT = 600.0  # seconds a put's pullback waits for its get's gradient
 
@@ -47,7 +52,7 @@ class TaskFuture(cf.Future):
         return super().result(timeout)
 
 
-def _relay(inner, outer):
+def relay(inner, outer):
     """``outer`` gets ``inner``'s value or exception once ``inner`` is done."""
     def done(f):
         e = f.exception()
@@ -58,29 +63,102 @@ def _relay(inner, outer):
     inner.add_done_callback(done)
 
 
-def _in_computation(sh, fn, args, kw, task_backs):
+def _share(fn, args, kw):
+    """``(shadow, frozen)``: the caller's shadow, `shadow.Shared`, with the lists, dicts
+    and objects the task can reach (its arguments, its function's closure, a partial's
+    bound arguments) marked as changed, so that every read of them, in any thread, hands
+    its gradient to the shadow instead of taking the entry back (a take made before
+    another thread's change would go back out of order); ``frozen``, the ids of the
+    arrays it can reach, which a task must not change in place."""
+    sh, frozen = shadow.shared(), set()
+    for x in _reachable(fn, args, kw):
+        if isinstance(x, np.ndarray):
+            frozen.add(id(shadow.root(x)))
+        elif type(x) is list or type(x) is dict or hasattr(x, "__dict__") and not (
+                callable(x) or isinstance(x, _NOT_SHARED)):
+            sh.mark(x)
+    return sh, frozenset(frozen)
+
+
+_NOT_SHARED = (types.ModuleType, queue.Queue, threading.Thread, cf.Executor, cf.Future)
+
+
+def _reachable(fn, args, kw):
+    xs = [*args, *kw.values()]
+    while isinstance(fn, functools.partial):
+        xs += [*fn.args, *fn.keywords.values()]
+        fn = fn.func
+    xs += [getattr(fn, "__self__", None)]
+    for c in getattr(fn, "__closure__", None) or ():
+        try:
+            xs.append(c.cell_contents)
+        except ValueError:  # (an empty cell)
+            pass
+    return xs
+
+
+def _in_computation(sh, frozen, fn, args, kw, task_backs):
     """``fn(*args, **kw)``'s forward transform, run by a worker for the computation of
     shadow ``sh``; its pullback goes into ``task_backs``."""
-    with shadow.adopted(sh):
+    with shadow.adopted(sh, frozen):
         y, back = forward(fn, *args, **kw)
     task_backs.append(back)
     return y
 
 
-def _going_back(sh, backs, args, kw):
+def _going_back(sh, backs, fn, args, kw):
     """What runs a thread task's pullback, on a worker, for the computation of ``sh``."""
     def run_back(dy):
-        with shadow.adopted(sh):
-            return task_gradients(backs[0](dy), args, kw)
+        with shadow.adopted(sh), _alone(sh):
+            return absorbed(sh, operands(fn, args, kw), task_gradients(backs[0](dy), args, kw))
     return run_back
+
+
+# The reverse passes of tasks go in parallel, unless their computation changed objects
+# in place: a task's pullbacks then move an object's gradient out of the shadow and back
+# (a read of a changed list takes its entry; `absorbed` gives back what is not the
+# task's own), which another task must not see half done, so they go one at a time.  A
+# task waiting for its queue's gradient lets the others go meanwhile.
+_one_at_a_time = threading.Lock()
+_holder = threading.local()
+
+
+class _alone:
+    def __init__(self, sh):
+        self.held = bool(sh.mutated)
+
+    def __enter__(self):
+        if self.held:
+            _one_at_a_time.acquire()
+            _holder.held = True
+
+    def __exit__(self, *exc):
+        if self.held:
+            _holder.held = False
+            _one_at_a_time.release()
+
+
+def _waiting(event, timeout):
+    """``event.wait(timeout)``, letting other tasks' reverse passes go meanwhile."""
+    held = getattr(_holder, "held", False)
+    if held:
+        _holder.held = False
+        _one_at_a_time.release()
+    try:
+        return event.wait(timeout)
+    finally:
+        if held:
+            _one_at_a_time.acquire()
+            _holder.held = True
+
 
 
 @rule(cf.ThreadPoolExecutor.submit)
 def _submit(self, fn, /, *args, **kwargs):
-    sh, backs = shadow.current(), []
-    task = Task(self, _going_back(sh, backs, args, kwargs))
+    (sh, frozen), backs = _share(fn, args, kwargs), []
+    task = Task(self, (_going_back(sh, backs, fn, args, kwargs),))
     fut = TaskFuture(task)
-    _relay(cf.ThreadPoolExecutor.submit(self, _in_computation, sh, fn, args, kwargs, backs), fut)
+    relay(cf.ThreadPoolExecutor.submit(self, _in_computation, sh, frozen, fn, args, kwargs, backs), fut)
     return fut, Effect(lambda _: (None, None) + task.gradients())
 
 
@@ -97,7 +175,7 @@ def _result(self, timeout=None):
 
 @as_python(cf.Executor.map, keywords=("timeout", "chunksize"))
 @as_python(cf.ProcessPoolExecutor.map, keywords=("timeout", "chunksize"))
-def _map(self, fn, *iterables, timeout=None, chunksize=1):
+def executor_map(self, fn, *iterables, timeout=None, chunksize=1):
     """``Executor.map``: every task submitted at the call, each awaited when its item is
     taken (``timeout`` applies to each wait; ``chunksize`` is not used)."""
     fs = [self.submit(fn, *args) for args in zip(*iterables)]
@@ -145,18 +223,25 @@ class _ThreadTask:
     runs in the thread; its pullback runs in a thread of its own, started where the
     primal joined the thread (the first join: its pullback runs last)."""
 
-    __slots__ = ("sh", "target", "args", "kwargs", "backs", "joins", "adjoint", "grads")
+    __slots__ = ("sh", "frozen", "target", "args", "kwargs", "backs", "joins", "adjoint", "grads",
+                 "refused")
 
     def __init__(self, target, args, kwargs):
-        self.sh, self.target, self.args, self.kwargs = shadow.current(), target, args, kwargs or {}
-        self.backs, self.joins, self.adjoint, self.grads = [], 0, None, []
+        self.target, self.args, self.kwargs = target, args, kwargs or {}
+        self.sh, self.frozen = _share(target, args, self.kwargs)
+        self.backs, self.joins, self.adjoint, self.grads, self.refused = [], 0, None, [], None
 
     def run(self):
-        _in_computation(self.sh, self.target, self.args, self.kwargs, self.backs)
+        try:
+            _in_computation(self.sh, self.frozen, self.target, self.args, self.kwargs, self.backs)
+        except Exception as e:
+            if isinstance(e, (Refusal, NotImplementedError)):  # bytegrad's: raised again at join()
+                self.refused = e
+            raise
 
     def launch(self):
         if self.adjoint is None and self.backs:
-            run_back = _going_back(self.sh, self.backs, self.args, self.kwargs)
+            run_back = _going_back(self.sh, self.backs, self.target, self.args, self.kwargs)
             self.adjoint = threading.Thread(target=lambda: self.grads.append(run_back(None)),
                                             daemon=True)
             self.adjoint.start()
@@ -206,6 +291,8 @@ def _join(self, timeout=None):
     self.join(timeout)
     if task is None:
         return None, Effect(lambda _: (None, None, None))
+    if task.refused is not None:
+        raise task.refused
     task.joins += 1
 
     def back(_):
@@ -232,7 +319,7 @@ class _Message:
     def gradient(self):
         if not self.taken:
             return None
-        if not self.arrived.wait(QUEUE_TIMEOUT):
+        if not _waiting(self.arrived, QUEUE_TIMEOUT):
             raise RuntimeError(f"an item put on a queue got no gradient from the reverse pass "
                                f"of the get that took it within {QUEUE_TIMEOUT} s")
         return self.dy

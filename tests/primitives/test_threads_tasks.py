@@ -223,3 +223,48 @@ def test_task_error_reaches_the_caller():
             return sum(ex.map(functools.partial(bad, w), SHARDS))
     with pytest.raises(ValueError, match="bad shard"):
         bytegrad.gradient(f, W)
+
+
+def test_tasks_filling_a_list_under_fine_thread_switching():
+    """Threads switching every microsecond interleave the tasks' reads and writes of the
+    shared list: the gradient is the serial one every time."""
+    import sys
+    ref = bytegrad.gradient(serial, W)[0]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        gs = [bytegrad.gradient(threads_filling_a_list, W)[0] for _ in range(60)]
+    finally:
+        sys.setswitchinterval(old)
+    assert all(np.allclose(g, ref, rtol=1e-12) for g in gs)
+
+
+def test_task_changing_its_own_arrays_in_place():
+    def task(w, x):
+        a = np.zeros(3)
+        a[0] = loss(w, x)
+        a[1:] = w[1:] * a[0]
+        return np.sum(a)
+
+    def f(w):
+        with ThreadPoolExecutor(2) as ex:
+            return sum(ex.map(functools.partial(task, w), SHARDS))
+    g = check_grad(f, W)[0]
+    assert np.allclose(g, bytegrad.gradient(lambda w: sum(task(w, s) for s in SHARDS), W)[0], rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_task_changing_a_shared_array_in_place_is_refused_by_line():
+    def f(w):
+        out = np.zeros(len(SHARDS))
+
+        def work(i):
+            out[i] = loss(w, SHARDS[i])
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(len(SHARDS))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return np.sum(out)
+    with pytest.raises(NotImplementedError, match=r"test_threads_tasks.py:\d+: a task running in another thread changes in place an array"):
+        bytegrad.gradient(f, W)

@@ -1,0 +1,95 @@
+"""A ProcessPoolExecutor's tasks go back in worker processes: the reverse pass
+recomputes each task's forward pass on a worker with its pullback.  Gradients against
+the serial computation and finite differences; a worker killed between the passes."""
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+import numpy as np
+import pytest
+
+import bytegrad
+from checks import check_grad
+
+SHARDS = [np.linspace(-1.0, 1.0, 5) * (k + 1) for k in range(4)]
+W = np.array([0.3, -0.2, 0.5])
+
+
+def loss(w, x):
+    s = 0.0
+    for i in range(len(x)):
+        s += np.tanh(w[i % 3] * x[i]) ** 2
+    return s
+
+
+def serial(w):
+    return sum(loss(w, s) for s in SHARDS)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ProcessPoolExecutor(2) as ex:
+        yield ex
+
+
+def pool_map(w, ex):
+    return sum(ex.map(functools.partial(loss, w), SHARDS, timeout=60))
+
+
+def pool_submit(w, ex):
+    fs = [ex.submit(loss, w, s) for s in SHARDS]
+    return sum(f.result(timeout=60) for f in fs)
+
+
+def pool_as_completed(w, ex):
+    fs = {ex.submit(loss, w, s): k for k, s in enumerate(SHARDS)}
+    return sum((fs[f] + 1) * f.result() for f in as_completed(fs, timeout=60))
+
+
+def serial_weighted(w):
+    return sum((k + 1) * loss(w, s) for k, s in enumerate(SHARDS))
+
+
+@pytest.mark.parametrize("f, ref", [(pool_map, serial), (pool_submit, serial),
+                                    (pool_as_completed, serial_weighted)],
+                         ids=lambda f: getattr(f, "__name__", ""))
+def test_pattern_matches_serial_and_finite_differences(pool, f, ref):
+    g = bytegrad.gradient(f, W, pool)[0]
+    assert np.allclose(g, bytegrad.gradient(ref, W)[0], rtol=1e-12, atol=0)
+    check_grad(lambda w: f(w, pool), W)
+
+
+def test_pool_closed_by_with_goes_back_on_a_new_pool():
+    def f(w):
+        with ProcessPoolExecutor(2) as ex:
+            return sum(ex.map(functools.partial(loss, w), SHARDS, timeout=60))
+    g = check_grad(f, W)[0]
+    assert np.allclose(g, bytegrad.gradient(serial, W)[0], rtol=1e-12, atol=0)
+
+
+def test_worker_killed_between_the_passes_gives_the_gradient():
+    with ProcessPoolExecutor(2) as ex:
+        y, back = bytegrad.pullback(pool_submit, W, ex)
+        os.kill(next(iter(ex._processes)), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not ex._broken and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ex._broken
+        g, _ = back(1.0)
+    assert np.isclose(y, serial(W), rtol=1e-12)
+    assert np.allclose(g, bytegrad.gradient(serial, W)[0], rtol=1e-12, atol=0)
+
+
+def noisy(w, x):
+    return loss(w, x) + 1e-3 * np.random.default_rng().standard_normal()
+
+
+def test_task_that_computes_another_value_when_recomputed_is_refused(pool):
+    def f(w):
+        return sum(pool.map(functools.partial(noisy, w), SHARDS, timeout=60))
+    with pytest.raises(RuntimeError, match=r"test_processes.py:\d+: the task .*noisy gave another value when its forward pass was run again"):
+        bytegrad.gradient(f, W)
