@@ -43,7 +43,10 @@ def _call(fn, args, kw):
 def remote_gradients(fn, args, kw, expected, where, dy):
     """Run by a worker: ``(d_fn, d_arg1, …[, d_kw])`` of ``fn(*args, **kw)`` for the
     cotangent ``dy``, recomputing its forward pass; it must give the value whose
-    digest is ``expected`` (else an error naming the task and ``where`` it was sent)."""
+    digest is ``expected`` (else an error naming the task and ``where`` it was sent).
+    A task whose value got no gradient (None) needs no recomputation."""
+    if dy is None:
+        return (None,) * (1 + len(args) + bool(kw))
     y, back = pullback(_call, fn, args, kw)
     if digest(y) != expected:
         inner = fn

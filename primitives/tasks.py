@@ -148,11 +148,14 @@ def release(spare):
             spare[0].shutdown(wait=False)
 
 
+REMAKE: dict = {}  # a kind of pool → how to make another like one (Dask's executors)
+
+
 def _remake(pool):
     """A pool like ``pool`` (its kind, size, initializer), for a reverse pass."""
-    remake = getattr(pool, "_bytegrad_remake", None)
+    remake = REMAKE.get(type(pool))
     if remake is not None:
-        return remake()
+        return remake(pool)
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     init = dict(initializer=getattr(pool, "_initializer", None), initargs=getattr(pool, "_initargs", ()))
     if isinstance(pool, ProcessPoolExecutor):

@@ -1,0 +1,88 @@
+"""Dask: Client.submit/map/gather, Future.result, and client.get_executor() as a
+concurrent.futures executor, on a LocalCluster of 2 worker processes on loopback.
+Each task goes back as a task on the cluster (its forward pass recomputed there)."""
+from __future__ import annotations
+
+import functools
+from concurrent.futures import as_completed
+
+import numpy as np
+import pytest
+
+import bytegrad
+from checks import check_grad
+
+distributed = pytest.importorskip("distributed")  # the dask extra (installed by dev)
+
+SHARDS = [np.linspace(-1.0, 1.0, 5) * (k + 1) for k in range(4)]
+W = np.array([0.3, -0.2, 0.5])
+
+
+def loss(w, x):
+    s = 0.0
+    for i in range(len(x)):
+        s += np.tanh(w[i % 3] * x[i]) ** 2
+    return s
+
+
+def serial(w):
+    return sum(loss(w, s) for s in SHARDS)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None)
+    c = distributed.Client(cluster, timeout=60)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def client_map_gather(w, c):
+    return sum(c.gather(c.map(functools.partial(loss, w), SHARDS)))
+
+
+def client_submit_result(w, c):
+    fs = [c.submit(loss, w, s) for s in SHARDS]
+    return sum(f.result(timeout=60) for f in fs)
+
+
+def client_gather_dict(w, c):
+    fs = {k: c.submit(loss, w, s, pure=False) for k, s in enumerate(SHARDS)}
+    got = c.gather(fs)
+    return sum((k + 1) * v for k, v in got.items())
+
+
+def serial_weighted(w):
+    return sum((k + 1) * loss(w, s) for k, s in enumerate(SHARDS))
+
+
+def executor_map(w, c):
+    return sum(c.get_executor().map(functools.partial(loss, w), SHARDS, timeout=60))
+
+
+def executor_as_completed(w, c):
+    ex = c.get_executor()
+    fs = {ex.submit(loss, w, s): k for k, s in enumerate(SHARDS)}
+    return sum((fs[f] + 1) * f.result() for f in as_completed(fs, timeout=60))
+
+
+@pytest.mark.parametrize("f, ref", [
+    (client_map_gather, serial), (client_submit_result, serial),
+    (client_gather_dict, serial_weighted), (executor_map, serial),
+    (executor_as_completed, serial_weighted)], ids=lambda f: getattr(f, "__name__", ""))
+def test_pattern_matches_serial(client, f, ref):
+    g = bytegrad.gradient(f, W, client)[0]
+    assert np.allclose(g, bytegrad.gradient(ref, W)[0], rtol=1e-12, atol=0)
+
+
+def test_client_map_matches_finite_differences(client):
+    check_grad(lambda w: client_map_gather(w, client), W)
+
+
+def test_closed_client_is_named_at_the_pullback(client):
+    with distributed.Client(client.scheduler.address, timeout=60) as c:
+        _, back = bytegrad.pullback(client_submit_result, W, c)
+    with pytest.raises(RuntimeError, match="Dask client was closed before the pullback"):
+        back(1.0)
