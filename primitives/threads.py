@@ -357,7 +357,6 @@ nondifferentiable(*(getattr(c, m) for c, ms in (
     (threading.Semaphore, ("acquire", "release", "__enter__", "__exit__")),
     (threading.Event, ("set", "clear", "wait", "is_set")),
     (threading.Barrier, ("wait",)),
-    (cf.Executor, ("__enter__", "__exit__")),
     (cf.ThreadPoolExecutor, ("shutdown",)),
     (cf.ProcessPoolExecutor, ("shutdown",)),
     (threading.Thread, ("is_alive", "__init__")),  # (a subclass's super().__init__())

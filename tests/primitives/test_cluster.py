@@ -32,7 +32,7 @@ def serial(w):
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+                                       host="127.0.0.1", dashboard_address=":0")
     c = distributed.Client(cluster, timeout=60)
     yield c
     c.close()
