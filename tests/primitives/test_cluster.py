@@ -4,6 +4,8 @@ Each task goes back as a task on the cluster (its forward pass recomputed there)
 from __future__ import annotations
 
 import functools
+import pathlib
+import sys
 from concurrent.futures import as_completed
 
 import numpy as np
@@ -13,6 +15,12 @@ import bytegrad
 from checks import check_grad
 
 distributed = pytest.importorskip("distributed")  # the dask extra (installed by dev)
+
+# The example's functions are pickled by reference: the worker processes, which start
+# with this process's sys.path, import it as the test does.
+EXAMPLES = str(pathlib.Path(bytegrad.__file__).parent / "examples")
+if EXAMPLES not in sys.path:
+    sys.path.append(EXAMPLES)
 
 SHARDS = [np.linspace(-1.0, 1.0, 5) * (k + 1) for k in range(4)]
 W = np.array([0.3, -0.2, 0.5])
@@ -86,3 +94,16 @@ def test_closed_client_is_named_at_the_pullback(client):
         _, back = bytegrad.pullback(client_submit_result, W, c)
     with pytest.raises(RuntimeError, match="Dask client was closed before the pullback"):
         back(1.0)
+
+
+def test_example_trains_data_parallel_on_the_cluster(client):
+    import parallel_training as ex  # (examples/ is on the workers' path: see EXAMPLES)
+    shards = ex.make_shards(4, 20, 3)
+    params = {"w": np.array([0.2, -0.1, 0.3]), "b": 0.1}
+    g = bytegrad.gradient(ex.loss, params, shards, client)[0]
+    serial = lambda p: sum(ex.shard_loss(p, X, y) for X, y in shards) / len(shards)
+    r = bytegrad.gradient(serial, params)[0]
+    assert np.allclose(g["w"], r["w"], rtol=1e-12) and np.isclose(g["b"], r["b"], rtol=1e-12)
+    check_grad(lambda w, b: ex.loss({"w": w, "b": b}, shards, client), params["w"], params["b"])
+    _, history = ex.train(client, shards, steps=3)
+    assert history[-1] < history[0]
