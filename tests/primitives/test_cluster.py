@@ -107,3 +107,10 @@ def test_example_trains_data_parallel_on_the_cluster(client):
     check_grad(lambda w, b: ex.loss({"w": w, "b": b}, shards, client), params["w"], params["b"])
     _, history = ex.train(client, shards, steps=3)
     assert history[-1] < history[0]
+
+
+def test_readme_cluster_block_runs():
+    from checks import readme_blocks
+    (_, cluster) = readme_blocks("Parallel and distributed")
+    assert "LocalCluster" in cluster
+    exec(compile(cluster, "README.md", "exec"), {})

@@ -268,3 +268,13 @@ def test_task_changing_a_shared_array_in_place_is_refused_by_line():
         return np.sum(out)
     with pytest.raises(NotImplementedError, match=r"test_threads_tasks.py:\d+: a task running in another thread changes in place an array"):
         bytegrad.gradient(f, W)
+    for t in threading.enumerate():  # (the threads not joined when the first one's error rose)
+        if t.name.endswith("(work)"):
+            t.join()
+
+
+def test_readme_threads_block_runs():
+    from checks import readme_blocks
+    (threads, _) = readme_blocks("Parallel and distributed")
+    assert "ThreadPoolExecutor" in threads
+    exec(compile(threads, "README.md", "exec"), {})
