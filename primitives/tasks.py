@@ -29,15 +29,17 @@ from ..runtime.algebra import accum, unwrap
 
 class Task:
     """One scheduled call.  ``pool.submit(*call, dy)`` (on ``pool``'s replacement if the
-    pool is gone) computes ``(d_fn, d_arg1, …[, d_kw])`` (`task_gradients`); ``awaits`` counts the awaits the forward
-    pass made, each of whose pullbacks hands in its gradient with `receive`."""
+    pool is gone) computes ``(d_fn, d_arg1, …[, d_kw])`` (`task_gradients`); ``awaits``
+    counts the awaits the forward pass made, each of whose pullbacks hands in its
+    gradient with `receive`; ``sh`` (if given) takes the parts of the gradients that
+    belong to objects changed in place (`absorbed`)."""
 
-    __slots__ = ("pool", "call", "sh", "operands", "lock", "awaits", "dy", "adjoint", "spare", "escaped")
+    __slots__ = ("pool", "call", "sh", "operands", "lock", "awaits", "dy", "adjoint", "spare")
 
     def __init__(self, pool, call, sh=None, operands=()):
         self.pool, self.call, self.sh, self.operands = pool, call, sh, operands
         self.lock = threading.Lock()
-        self.awaits, self.dy, self.adjoint, self.spare, self.escaped = 0, None, None, None, None
+        self.awaits, self.dy, self.adjoint, self.spare = 0, None, None, None
 
     def awaited(self):
         with self.lock:
@@ -57,14 +59,11 @@ class Task:
             self.adjoint = pool.submit(*self.call, self.dy)
 
     def gradients(self):
-        """``(d_fn, d_args, d_kw)`` (less what goes to the shadow ``sh``, if given), once the adjoint task is done (launched now if no
-        await's pullback did: the value was never used, or never awaited)."""
-        if self.escaped is not None:
-            file, line = self.escaped
-            raise NotImplementedError(
-                f"{file}:{line}: the result of a scheduled task was read where bytegrad does "
-                f"not follow it (a call run plainly); read it with future.result() in the "
-                f"differentiated code")
+        """``(d_fn, d_arg1, …[, d_kw])`` once the adjoint task is done (launched now if
+        no await's pullback did: the value was never used, or never awaited).  A task
+        in another process that raised (its caller caught it) has none."""
+        if self.call is None:
+            return (None,) * len(self.operands)
         with self.lock:
             self._launch()
         try:

@@ -46,11 +46,6 @@ class TaskFuture(cf.Future):
         super().__init__()
         self.task = task
 
-    def result(self, timeout=None):
-        if shadow.current().inside and self.task.escaped is None:
-            self.task.escaped = user_location()  # read plainly inside a computation
-        return super().result(timeout)
-
 
 def relay(inner, outer):
     """``outer`` gets ``inner``'s value or exception once ``inner`` is done."""
@@ -162,13 +157,16 @@ def _submit(self, fn, /, *args, **kwargs):
     return fut, Effect(lambda _: (None, None) + task.gradients())
 
 
-@rule(TaskFuture.result)
+@rule(cf.Future.result)
 def _result(self, timeout=None):
     y = cf.Future.result(self, timeout)
-    self.task.awaited()
+    if type(self) is not TaskFuture:  # (a future made elsewhere)
+        return y, Effect(lambda _: (None, None, None))
+    task = self.task
+    task.awaited()
 
     def back(dy):
-        self.task.receive(dy)
+        task.receive(dy)
         return None, None, None
     return y, Effect(back)
 

@@ -62,3 +62,14 @@ def test_targets_table_shows_misses():
     text = targets.markdown(data)
     assert "| w | 30.0× (IQR 29.5–30.5, 5 samples) | ≤ 12× | **NOT met** |" in text
     assert "| t | more than 10 s | ≤ 1 s | **NOT met** |" in text
+
+
+def test_parallel_workload_gradient_matches_serial_on_one_and_two_workers():
+    from concurrent.futures import ProcessPoolExecutor
+    from bytegrad.bench import parallel
+    data, w = parallel.shards(50, 4), np.array([0.5, -0.2, 0.1])
+    ref = bytegrad.gradient(parallel.serial, w, data)[0]
+    for n in (1, 2):
+        with ProcessPoolExecutor(n) as pool:
+            g = bytegrad.gradient(parallel.loss, w, data, pool)[0]
+        assert parallel.rel_error(g, ref) < parallel.AGREE

@@ -93,3 +93,24 @@ def test_task_that_computes_another_value_when_recomputed_is_refused(pool):
         return sum(pool.map(functools.partial(noisy, w), SHARDS, timeout=60))
     with pytest.raises(RuntimeError, match=r"test_processes.py:\d+: the task .*noisy gave another value when its forward pass was run again"):
         bytegrad.gradient(f, W)
+
+
+def failing(w, x):
+    if x[0] < -2:
+        raise ValueError("shard rejected")
+    return loss(w, x)
+
+
+def test_task_that_raised_and_was_caught_gets_no_gradient(pool):
+    def f(w):
+        total = 0.0
+        for fut in [pool.submit(failing, w, s) for s in SHARDS]:
+            try:
+                total = total + fut.result(timeout=60)
+            except ValueError:
+                pass
+        return total
+    kept = [s for s in SHARDS if s[0] >= -2]
+    assert 0 < len(kept) < len(SHARDS)
+    g = check_grad(f, W)[0]
+    assert np.allclose(g, bytegrad.gradient(lambda w: sum(loss(w, s) for s in kept), W)[0], rtol=1e-12)
