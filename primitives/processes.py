@@ -47,7 +47,10 @@ def remote_gradients(fn, args, kw, expected, where, dy):
     A task whose value got no gradient (None) needs no recomputation."""
     if dy is None:
         return (None,) * (1 + len(args) + bool(kw))
-    y, back = pullback(_call, fn, args, kw)
+    try:
+        y, back = pullback(_call, fn, args, kw)
+    except Exception as e:
+        raise _sendable(e) from None
     if digest(y) != expected:
         inner = fn
         while isinstance(inner, functools.partial):
@@ -59,6 +62,17 @@ def remote_gradients(fn, args, kw, expected, where, dy):
             f"pass what it reads as arguments)")
     d_fn, d_args, d_kw = back(dy)
     return (d_fn,) + tuple(d_args or (None,) * len(args)) + ((d_kw,) if kw else ())
+
+
+def _sendable(e):
+    """``e``, or, if it cannot travel back to the caller (an exception that does not
+    pickle, such as bytegrad's errors, would break a process pool), a RuntimeError with
+    its message."""
+    try:
+        pickle.loads(pickle.dumps(e))
+        return e
+    except Exception:
+        return RuntimeError(f"{type(e).__name__}: {e}")
 
 
 def schedule_remote(pool, submit, fn, args, kw):

@@ -114,3 +114,43 @@ def test_task_that_raised_and_was_caught_gets_no_gradient(pool):
     assert 0 < len(kept) < len(SHARDS)
     g = check_grad(f, W)[0]
     assert np.allclose(g, bytegrad.gradient(lambda w: sum(loss(w, s) for s in kept), W)[0], rtol=1e-12)
+
+
+def _note(log, span):  # (given only strings: runs plainly)
+    with open(os.path.join(log, f"{os.getpid()}-{time.time_ns()}"), "w") as f:
+        f.write(span)
+
+
+def sleepy(w, x, log):
+    start = time.time()
+    time.sleep(0.3)
+    _note(log, f"{start} {time.time()}")
+    return w * x
+
+
+def test_reverse_tasks_run_in_parallel_on_the_workers(pool, tmp_path):
+    """Two tasks' recomputations overlap in time, on two worker processes."""
+    def f(w):
+        return sum(pool.map(functools.partial(sleepy, w, log=str(tmp_path)), [1.0, 2.0], timeout=60))
+    _, back = bytegrad.pullback(f, 1.5)
+    forward_done = time.time()
+    assert back(1.0) == (3.0,)
+    spans = [(name.split("-")[0], *map(float, (tmp_path / name).read_text().split()))
+             for name in os.listdir(tmp_path)]
+    going_back = [s for s in spans if s[1] >= forward_done]
+    assert len(going_back) == 2 and going_back[0][0] != going_back[1][0]
+    (_, a0, a1), (_, b0, b1) = going_back
+    assert max(a0, b0) < min(a1, b1)  # they ran at the same time
+
+
+def unruly(w, x):
+    import struct
+    return struct.unpack("d", struct.pack("d", w[0] * x[0]))[0]
+
+
+def test_error_in_a_task_going_back_reaches_the_caller_and_the_pool_survives(pool):
+    def f(w):
+        return sum(pool.map(functools.partial(unruly, w), SHARDS, timeout=60))
+    with pytest.raises(Exception, match="struct.pack has no differentiation rule"):
+        bytegrad.gradient(f, W)
+    assert np.allclose(bytegrad.gradient(pool_map, W, pool)[0], bytegrad.gradient(serial, W)[0], rtol=1e-12)
