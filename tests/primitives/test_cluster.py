@@ -13,6 +13,7 @@ import pytest
 
 import bytegrad
 from checks import check_grad
+from sharded import SHARDS, W, loss, serial, serial_weighted
 
 distributed = pytest.importorskip("distributed")  # the dask extra (installed by dev)
 
@@ -21,20 +22,6 @@ distributed = pytest.importorskip("distributed")  # the dask extra (installed by
 EXAMPLES = str(pathlib.Path(bytegrad.__file__).parent / "examples")
 if EXAMPLES not in sys.path:
     sys.path.append(EXAMPLES)
-
-SHARDS = [np.linspace(-1.0, 1.0, 5) * (k + 1) for k in range(4)]
-W = np.array([0.3, -0.2, 0.5])
-
-
-def loss(w, x):
-    s = 0.0
-    for i in range(len(x)):
-        s += np.tanh(w[i % 3] * x[i]) ** 2
-    return s
-
-
-def serial(w):
-    return sum(loss(w, s) for s in SHARDS)
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +47,6 @@ def client_gather_dict(w, c):
     fs = {k: c.submit(loss, w, s, pure=False) for k, s in enumerate(SHARDS)}
     got = c.gather(fs)
     return sum((k + 1) * v for k, v in got.items())
-
-
-def serial_weighted(w):
-    return sum((k + 1) * loss(w, s) for k, s in enumerate(SHARDS))
 
 
 def executor_map(w, c):

@@ -14,20 +14,7 @@ import pytest
 
 import bytegrad
 from checks import check_grad
-
-SHARDS = [np.linspace(-1.0, 1.0, 5) * (k + 1) for k in range(4)]
-W = np.array([0.3, -0.2, 0.5])
-
-
-def loss(w, x):
-    s = 0.0
-    for i in range(len(x)):
-        s += np.tanh(w[i % 3] * x[i]) ** 2
-    return s
-
-
-def serial(w):
-    return sum(loss(w, s) for s in SHARDS)
+from sharded import SHARDS, W, loss, serial, serial_weighted
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +35,6 @@ def pool_submit(w, ex):
 def pool_as_completed(w, ex):
     fs = {ex.submit(loss, w, s): k for k, s in enumerate(SHARDS)}
     return sum((fs[f] + 1) * f.result() for f in as_completed(fs, timeout=60))
-
-
-def serial_weighted(w):
-    return sum((k + 1) * loss(w, s) for k, s in enumerate(SHARDS))
 
 
 @pytest.mark.parametrize("f, ref", [(pool_map, serial), (pool_submit, serial),

@@ -13,20 +13,7 @@ import pytest
 
 import bytegrad
 from checks import check_grad
-
-SHARDS = [np.linspace(-1.0, 1.0, 6) * (k + 1) for k in range(4)]
-W = np.array([0.3, -0.2, 0.5])
-
-
-def loss(w, x):
-    s = 0.0
-    for i in range(len(x)):
-        s += np.tanh(w[i % 3] * x[i]) ** 2
-    return s
-
-
-def serial(w):
-    return sum(loss(w, s) for s in SHARDS)
+from sharded import SHARDS, W, loss, serial, serial_weighted
 
 
 def pool_map(w):
@@ -53,10 +40,6 @@ def pool_as_completed(w):
         for f in as_completed(fs):
             total = total + (fs[f] + 1) * f.result()  # weights tell the tasks apart
         return total
-
-
-def serial_weighted(w):
-    return sum((k + 1) * loss(w, s) for k, s in enumerate(SHARDS))
 
 
 def pool_wait(w):
