@@ -97,3 +97,15 @@ def test_readme_cluster_block_runs():
     (_, cluster) = readme_blocks("Parallel and distributed")
     assert "LocalCluster" in cluster
     exec(compile(cluster, "README.md", "exec"), {})
+
+
+def test_worker_killed_between_the_passes_gives_the_gradient(client):
+    """(Last: the cluster's nanny restarts the worker meanwhile.)"""
+    import os
+    import signal
+    y, back = bytegrad.pullback(client_submit_result, W, client)
+    pid = next(iter(client.run(os.getpid).values()))
+    os.kill(pid, signal.SIGKILL)
+    g, _ = back(1.0)
+    assert np.isclose(y, serial(W), rtol=1e-12)
+    assert np.allclose(g, bytegrad.gradient(serial, W)[0], rtol=1e-12, atol=0)
