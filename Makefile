@@ -1,7 +1,8 @@
 # make run   — set up .venv and differentiate the example, printing its IR and gradient
 # make test  — set up .venv and run the test suite
 # make test-all — the test suite on every supported CPython found (3.11, 3.12, 3.13), each in .venv-3.X
-# make bench — set up .venv (with the peers) and run the benchmarks (targets table first)
+# make bench — set up .venv (with the peers) and run the benchmarks (targets table first; the
+#              data-parallel targets of issue 13 in bench/results/parallel.md)
 # make bench-targets — only the targets table of issue 9 (bytegrad alone, about a minute)
 # (make bench ends with the compiled tier's targets of issue 12: python -m bytegrad.bench.compiled)
 PY ?= python3
@@ -35,6 +36,7 @@ test-all:
 
 bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench
+	$(BIN)/python -m bytegrad.bench.parallel
 	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
 	$(BIN)/python -m bytegrad.bench.kernels_indexing --quick
 	$(BIN)/python -m bytegrad.bench.compiled

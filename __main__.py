@@ -68,7 +68,44 @@ def dump(fn, stages, fmt) -> str:
             kind = " (a generator: ops.yield_ suspends it)" * ir.meta.generator
             out.append(f"# {s} IR of {fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
                        f"{kind}\n{show(ir)}")
-    return "\n\n".join(out)
+    notes = task_notes(fn.__code__) if fmt == "text" else ""
+    return "\n\n".join(out) + (f"\n\n{notes}" if notes else "")
+
+
+# What a call of these names does when it reaches a rule of primitives/threads.py,
+# processes.py or cluster.py (a method of that name on anything else is an ordinary call).
+TASK_CALLS = {
+    "submit": "schedules a task: its forward pass runs on the pool; its pullback waits for the task's adjoint",
+    "map": "schedules a task per item (submit), each awaited when its item is taken",
+    "result": "awaits a task: its pullback schedules the task's adjoint on the same pool (the first await's, which runs last)",
+    "gather": "awaits each task: its pullback schedules their adjoints",
+    "as_completed": "yields the tasks as they finish (no gradient of its own)",
+    "wait": "waits for tasks (no gradient of its own)",
+    "Thread": "a thread: its pullback waits for the thread's adjoint",
+    "join": "awaits a thread: its pullback starts the thread's adjoint in a thread of its own",
+    "put": "sends an item: its pullback receives the item's gradient from the adjoint queue",
+    "get": "receives an item: its pullback sends the item's gradient back to the put",
+}
+
+
+def task_notes(code) -> str:
+    """Lines of ``code`` (and the code made inside it) that may schedule or await a task,
+    and where their adjoints are scheduled, for ``ir dump``."""
+    import dis
+    rows, todo = [], [code]
+    while todo:
+        c = todo.pop()
+        todo += [k for k in c.co_consts if hasattr(k, "co_code")]
+        line = c.co_firstlineno
+        for ins in dis.get_instructions(c):
+            line = ins.positions.lineno or line if ins.positions else line
+            if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL") and ins.argval in TASK_CALLS:
+                rows.append((line, ins.argval))
+    if not rows:
+        return ""
+    return ("# calls that schedule or await a task when their object is a pool, future, thread or\n"
+            "# queue, and where the task's adjoint is scheduled:\n") + "\n".join(
+        f"#   line {n}: {name}: {TASK_CALLS[name]}" for n, name in sorted(set(rows)))
 
 
 def main(argv=None):

@@ -5,6 +5,7 @@ from . import np_signal, np_statistics, np_fft, np_selection, np_numeric  # noqa
 from . import np_ufunc  # noqa: F401
 from . import functional  # noqa: F401  (after containers and math: it wraps their rules)
 from . import sets, stdlib  # noqa: F401  (before taped, which adds to the rules of - and -=)
+from . import threads, processes, cluster  # noqa: F401  (after functional: as_python)
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)
 from . import compiled_scalars  # noqa: F401  (the scalar functions of the compiled tier)
 from . import tangent_python, tangent_objects, tangent_numpy  # noqa: F401  (forward rules)

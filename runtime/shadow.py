@@ -317,3 +317,69 @@ class fresh:
         sh = _stack().pop()
         if sh.mutated and sh.inside:
             _mutating(-1)
+
+
+class Shared(Shadow):
+    """The shadow of a computation that tasks in other threads work in too (`adopted`):
+    its operations hold one lock, so that two threads adding to one entry, or making
+    it, or marking the first object changed, do not lose an update."""
+
+    __slots__ = ()
+
+
+_shared = threading.RLock()
+
+
+def _locked(method):
+    @functools.wraps(method)
+    def locked(self, *args):
+        with _shared:
+            return method(self, *args)
+    return locked
+
+
+for _name in ("own", "add", "take", "take_at", "entry", "pass_through", "absorb", "holds_mutated"):
+    setattr(Shared, _name, _locked(getattr(Shadow, _name)))
+
+
+def _mark_shared(self, obj):
+    frozen = getattr(_local, "frozen", ())
+    if frozen and isinstance(obj, np.ndarray) and id(root(obj)) in frozen:
+        file, line = user_location()
+        raise NotImplementedError(
+            f"{file}:{line}: a task running in another thread changes in place an array that "
+            f"its caller or other tasks can read, and bytegrad cannot order such changes across "
+            f"threads for the reverse pass; return the value (future.result(), a queue), or "
+            f"store it into a list")
+    with _shared:
+        return Shadow.mark(self, obj)
+
+
+Shared.mark = _mark_shared
+
+
+def shared() -> Shadow:
+    """This thread's shadow, made `Shared` (its class changes: the computation's own code
+    holds it) before a task of the computation starts in another thread."""
+    sh = current()
+    if type(sh) is Shadow:
+        sh.__class__ = Shared
+    return sh
+
+
+class adopted:
+    """``with adopted(sh):`` — this thread works inside the computation whose shadow is
+    ``sh`` (`shared`), for a task it runs for that computation: its changes in place, and
+    the reads of them, go to that computation's shadow, as the same code run inline would."""
+
+    def __init__(self, sh, frozen=frozenset()):
+        self.sh, self.frozen = sh, frozen  # ids of arrays the task must not change
+
+    def __enter__(self):
+        _stack().append(self.sh)
+        _local.frozen = self.frozen
+        return self.sh
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        _local.frozen = ()

@@ -290,3 +290,13 @@ NT = collections.namedtuple("NT", "a b")
 class DC:
     w: np.ndarray
     b: float = 0.0
+
+
+def readme_blocks(section):
+    """The Python code blocks of the README's section titled ``section``."""
+    import pathlib
+    import re
+    readme = (pathlib.Path(bytegrad.__file__).parent / "README.md").read_text()
+    start = readme.index(f"\n## {section}\n")
+    end = readme.find("\n## ", start + 1)
+    return re.findall(r"```python\n(.*?)```", readme[start:end if end > 0 else None], re.S)

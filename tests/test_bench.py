@@ -73,3 +73,14 @@ def test_compiled_bench_hand_written_gradients_match_bytegrads(name):
     g = (g,) if isinstance(argnums, int) else g
     assert math.isclose(y, y0, rel_tol=1e-12)
     assert max_rel_error(list(hand), [np.asarray(v) for v in g]) < 1e-12
+
+
+def test_parallel_workload_gradient_matches_serial_on_one_and_two_workers():
+    from concurrent.futures import ProcessPoolExecutor
+    from bytegrad.bench import parallel
+    data, w = parallel.shards(50, 4), np.array([0.5, -0.2, 0.1])
+    ref = bytegrad.gradient(parallel.serial, w, data)[0]
+    for n in (1, 2):
+        with ProcessPoolExecutor(n) as pool:
+            g = bytegrad.gradient(parallel.loss, w, data, pool)[0]
+        assert parallel.rel_error(g, ref) < parallel.AGREE

@@ -61,3 +61,26 @@ def test_a_missing_function_is_named_without_a_traceback(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "has no 'nope'" in r.stderr and "FILE.py:FUNC" in r.stderr
+
+
+def test_dump_marks_where_tasks_and_their_adjoints_are_scheduled(tmp_path, capsys):
+    f = tmp_path / "par.py"
+    f.write_text(textwrap.dedent("""
+        import functools
+        from concurrent.futures import ThreadPoolExecutor
+
+        def loss(w, xs):
+            with ThreadPoolExecutor(2) as ex:
+                fs = [ex.submit(abs, w * x) for x in xs]
+                return sum(f.result() for f in fs)
+
+        def plain(w):
+            return w * w
+    """))
+    main(["ir", "dump", f"{f}:loss", "--stage", "adjoint"])
+    out = capsys.readouterr().out
+    assert "# adjoint IR of loss" in out
+    assert "#   line 7: submit: schedules a task" in out              # (in the comprehension)
+    assert "#   line 8: result: awaits a task: its pullback schedules the task's adjoint" in out
+    main(["ir", "dump", f"{f}:plain", "--stage", "lifted"])
+    assert "schedule or await a task" not in capsys.readouterr().out

@@ -272,9 +272,12 @@ def test_mirrored_arrays_are_the_callers_to_change():
 
 def test_readme_examples_run():
     """Every Python block of the README but the one registering rules (its names are
-    placeholders, and a rule registered here would stay for the other tests) and the
-    compiled tier's (`test_compiled.test_readme_compiled_tier_section_runs`)."""
+    placeholders, and a rule registered here would stay for the other tests), the compiled
+    tier's (`test_compiled.test_readme_compiled_tier_section_runs`) and those of "Parallel
+    and distributed" (tests/primitives/test_threads_tasks.py, test_cluster.py)."""
     readme = (pathlib.Path(bytegrad.__file__).parent / "README.md").read_text()
+    start = readme.index("## Parallel and distributed")
+    readme = readme[:start] + readme[readme.index("\n## ", start):]
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     runnable = [b for b in blocks if "bytegrad.rule(" not in b and "jit=True" not in b]
     assert len(runnable) == 4 and any("for k in p:" in b for b in runnable)
