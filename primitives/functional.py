@@ -272,6 +272,18 @@ class Partial(functools.partial):
 called_as(functools.partial, call_partial)
 
 
+def call_itemgetter(getter, x, /):
+    """``getter(x)`` for an ``operator.itemgetter``, in Python (``x[k]``, or a tuple of
+    items for several keys), so that it is differentiated as indexing is."""
+    keys = getter.__reduce__()[1]
+    if len(keys) == 1:
+        return x[keys[0]]
+    return tuple([x[k] for k in keys])
+
+
+called_as(operator.itemgetter, call_itemgetter)
+
+
 @rule(functools.partial)
 def _partial(f, *args, **kw):
     y = Partial(f, *args, **kw)

@@ -533,6 +533,13 @@ def _cell_set(ts, cell, value):
     return None, None
 
 
+@frule(ops.closure_cell)
+def _closure_cell(ts, fn, i):
+    # a cell's contents keep their tangent in the shadow (`_cell_get`), not in the
+    # function's: a tangent the function carries (its fields') does not reach the cell
+    return ops.closure_cell(fn, i), None
+
+
 @frule(ops.make_function)
 def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
     fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)

@@ -28,9 +28,17 @@ def jvp(f, primals, tangents):
     array result is a number or array (zero where nothing reached it); of an integer,
     None."""
     _callable(f)
-    primals, tangents = _pairs(primals, tangents)
     # (a reverse rule a derived forward rule calls records into a shadow of its own)
-    with _COMPUTING, shadows.fresh() as sh, shadow.fresh():
+    with _COMPUTING, shadow.fresh():
+        return checked_jvp(f, primals, tangents)
+
+
+def checked_jvp(f, primals, tangents):
+    """`jvp` after its check of ``f``: what a nested `jvp` runs lifted by the outer
+    level (see runtime/nesting.py).  The computation has a shadow of its own, also
+    inside another one (`tangents.isolated_at`)."""
+    primals, tangents = _pairs(primals, tangents)
+    with shadows.isolated_at(0, shadows.TangentShadow()) as sh:
         y, dy = jvp_call(f, None, tangents, *primals)
         dy = sh.refresh(y, dy)
     return y, _dense(dy, y, _held(primals, tangents))
@@ -44,8 +52,8 @@ def _pairs(primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals and {len(tangents)} tangents: give one "
                          f"tangent per primal (None for a zero tangent)")
-    return tuple(primals), tuple(_checked(p, t, f"tangents[{i}]") for i, (p, t) in
-                                 enumerate(zip(primals, tangents)))
+    return tuple(primals), tuple([_checked(p, t, f"tangents[{i}]") for i, (p, t) in
+                                  enumerate(zip(primals, tangents))])  # (a list: forward mode lifts it nested)
 
 
 def _checked(p, t, where):
@@ -69,7 +77,7 @@ def _checked(p, t, where):
     if isinstance(p, (tuple, list)):
         if not isinstance(t, (tuple, list)) or len(t) != len(p):
             raise ValueError(f"{where} must be a tuple or list of {len(p)} tangents, like its primal")
-        return type(t)(_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t)))
+        return type(t)([_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t))])
     if isinstance(p, dict):
         if not isinstance(t, dict) or not t.keys() <= p.keys():
             raise ValueError(f"{where} must be a dict with keys among its primal's {list(p)}")

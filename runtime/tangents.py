@@ -132,7 +132,50 @@ _NONE = TangentShadow()  # outside any computation: empty, and never written
 
 
 def current() -> TangentShadow:
+    """The shadow of the forward-mode computation whose code runs as it is (not lifted
+    by an outer forward mode: see `current_in`)."""
     return getattr(_LOCAL, "shadow", _NONE)
+
+
+def current_in(depth: int) -> TangentShadow:
+    """The shadow of the computation ``depth`` levels inside the one `current` gives.
+
+    In nested forward mode, an outer level runs the inner level's code lifted: the
+    outer's forward rules run as they are and read `current`, while the inner's code
+    runs as the outer's primal, and its reads must see the inner level's shadow.  So
+    the forward rule of ``current()`` is ``current_in(1)``, and those of
+    ``current_in(k)`` and ``isolated_at(k, …)`` add one to ``k`` (runtime/nesting.py):
+    each level's code reads its own shadow, however deep the nesting.
+    """
+    if depth == 0:
+        return current()
+    deeper = getattr(_LOCAL, "deeper", ())
+    return deeper[depth - 1] if depth <= len(deeper) else _NONE
+
+
+class isolated_at:
+    """``with isolated_at(depth, sh):`` a new forward-mode computation at ``depth``
+    (see `current_in`) whose shadow is ``sh``; the levels inside it are its own."""
+
+    __slots__ = ("depth", "sh", "saved")
+
+    def __init__(self, depth, sh):
+        self.depth, self.sh = depth, sh
+
+    def __enter__(self):
+        self.saved = getattr(_LOCAL, "shadow", None), getattr(_LOCAL, "deeper", ())
+        if self.depth == 0:
+            _LOCAL.shadow, _LOCAL.deeper = self.sh, ()
+        else:
+            _LOCAL.deeper = self.saved[1][:self.depth - 1] + (self.sh,)
+        return self.sh
+
+    def __exit__(self, *exc):
+        shadow, _LOCAL.deeper = self.saved
+        if shadow is None:
+            del _LOCAL.shadow
+        else:
+            _LOCAL.shadow = shadow
 
 
 @contextlib.contextmanager
