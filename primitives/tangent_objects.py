@@ -27,6 +27,8 @@ from ..ir import ops
 from ..runtime.errors import user_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
+from ..runtime.nesting import make_function_frule_in_reverse
+from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute
@@ -252,7 +254,7 @@ def _getattr(ts, x, name, *default):
     if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
-    y = getattr(x, name, *default)
+    y = getattr(x, name)  # (no default here: see above)
     if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
         sh = current()
         t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
@@ -408,7 +410,7 @@ def _comprehension_append(ts, xs, x):
 def _comprehension_extend(ts, xs, ys):
     n = len(xs)
     v, dv = consume(ys, ts[1])
-    ops.list_extend(xs, v)
+    xs = ops.list_extend(xs, v)  # (its result: reverse mode follows it through that, lifting this)
     if ts[0] is None and dv is None:
         return xs, None
     d = ts[0] if ts[0] is not None else [None] * n
@@ -547,6 +549,9 @@ def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
     if dd is not None or dk is not None:
         current().defaults[id(fn)] = (fn, dd, dk)
     return fn, None
+
+
+rule(_make_function)(make_function_frule_in_reverse)  # (reverse over forward: runtime/nesting.py)
 
 
 def _unsupported(what, fix="; do the change on a list, dict or array, or give the method a "

@@ -39,7 +39,7 @@ def checked_jvp(f, primals, tangents):
     inside another one (`tangents.isolated_at`)."""
     primals, tangents = _pairs(primals, tangents)
     with shadows.isolated_at(0, shadows.TangentShadow()) as sh:
-        y, dy = jvp_call(f, None, tangents, *primals)
+        y, dy = jvp_call(*((f, None, tangents) + primals))  # (see runtime/nesting.py)
         dy = sh.refresh(y, dy)
     return y, _dense(dy, y, _held(primals, tangents))
 

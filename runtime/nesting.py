@@ -36,9 +36,12 @@ from . import api, jax_api, shadow
 from .algebra import unwrap
 from .computing import computing
 from .errors import full_name, user_location
+from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
+from ..ir import ops
 from .jvp import compiled_tangent, jvp_call, jvp_call_kw
+from .mutation import wrapping
 from .rules import CALLS, nondifferentiable, nograd, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
@@ -76,9 +79,20 @@ def _plan(f, n, kw):
     t = type(f)
     if t is types.FunctionType:
         c = compiled_tangent(f)
+        star = _star_call(c)
+        if star is not None:
+            _refuse(f"a call like g(x, *args) ({f.__code__.co_filename}:{star}) in code "
+                    f"differentiated to second order; call g(*((x,) + args)) instead")
         return ("code", types.FunctionType(c.tangent_code, f.__globals__), _binding(f, n, c))
     if t is types.MethodType:
         return ("self", f.__func__, f.__self__)
+    if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
+            not isinstance(f.__self__, (types.ModuleType, type)):
+        unbound = fw._c_method(f)  # (``xs.append``: the rule of ``list.append``)
+        if unbound is fw._COUNT:
+            return ("plain",)
+        if unbound is not None:
+            return ("self", unbound, f.__self__)
     if t in CALLS:
         return ("self", CALLS[t], f)
     if not isinstance(f, type) and type(getattr(t, "__call__", None)) is types.FunctionType:
@@ -86,6 +100,28 @@ def _plan(f, n, kw):
     if isinstance(f, type) and issubclass(f, BaseException):
         return ("plain",)
     return ("opaque",)
+
+
+def _changed(entries) -> bool:
+    """Whether new tangent-shadow ``entries`` record a change in place (not a module and
+    its namespace, which a read of a module attribute enters)."""
+    xs = [x for x, _ in entries]
+    spaces = {id(vars(x)) for x in xs if isinstance(x, types.ModuleType)}
+    return any(not isinstance(x, types.ModuleType) and id(x) not in spaces for x in xs)
+
+
+_STARS: dict = {}
+
+
+def _star_call(c):
+    """The line of an active call like ``g(x, *args)`` in tangent code ``c`` (whose
+    argument list the tangent code builds by extending a list in place, which reverse
+    mode does not follow yet; ``g(*args)`` alone is fine), or None."""
+    key = id(c)
+    if key not in _STARS:
+        _STARS[key] = next((st.line for _, _, st in c.stages.tangent.statements()
+                            if st.fn is jvp_call and st.args and st.args[0] is ops.list_extend), None)
+    return _STARS[key]
 
 
 class _Binding:
@@ -141,13 +177,18 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     plan = _plan(f, n, kw)
     if plan[0] == "frule":
         y, pb = forward(plan[1], dargs, *args)
-        return y, lambda d: (None, None, None, *pb(d)[1:])
+        return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
     if plan[0] == "code":
         b = plan[2]
+        sh = current()
+        before = len(sh.entries)
         if b is None:
             y, pb = forward(plan[1], f, *args, df, *_full(dargs, n))
         else:
             y, pb = forward(plan[1], f, *b.bind(args), df, *b.bind(_full(dargs, n), True))
+        if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
+            _refuse(f"a change in place (xs.append(v), a[i] = v, obj.x = v) in {full_name(f)}, "
+                    f"differentiated to second order; build a new value instead")
         m = n if b is None else len(b.bind(args))
 
         def back(d):
@@ -156,7 +197,7 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
             if b is not None:
                 ga, gd = b.unbind(ga), b.unbind(gd)
             return (None, g[1], g[2 + m], tuple(gd), *ga)
-        return y, back
+        return y, wrapping(pb, back)
     if plan[0] == "self":
         y, pb = forward(jvp_call, plan[1], None, (df,) + _full(dargs, n), plan[2], *args)
 
@@ -164,8 +205,8 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
             g = pb(d)  # (_, d_g, d_dg, d_dargs, d_obj, *d_args)
             return (None, g[4], (g[3] or (None,) * (n + 1))[0], tuple((g[3] or (None,) * (n + 1))[1:]),
                     *g[5:])
-        return y, back
-    return _opaque(f, dargs, args), nograd(n + 3)
+        return y, wrapping(pb, back)
+    return _opaque(plan, f, dargs, args), nograd(n + 3)
 
 
 @frule(jvp_call)
@@ -175,25 +216,29 @@ def _jvp_call_frule(ts, f, df, dargs, /, *args, **kw):
     plan = _plan(f, n, kw)
     tf, tdf, tdargs, targs = ts[0], ts[1], ts[2], ts[3:]
     if plan[0] == "frule":
-        return jvp_call(plan[1], None, (tdargs, *targs), dargs, *args)
+        return jvp_call(*((plan[1], None, (tdargs,) + targs, dargs) + args))
     if plan[0] == "code":
         b = plan[2]
         if b is None:
-            return jvp_call(plan[1], None, (tf, *targs, tdf, *_full(tdargs, n)),
-                            f, *args, df, *_full(dargs, n))
-        ins = (f, *b.bind(args), df, *b.bind(_full(dargs, n), True))
-        tins = (tf, *b.bind(_full(targs, n), True), tdf, *b.bind(_full(tdargs, n), True))
-        return jvp_call(plan[1], None, tins, *ins)
+            return jvp_call(*((plan[1], None, (tf,) + targs + (tdf,) + _full(tdargs, n), f) + args
+                              + (df,) + _full(dargs, n)))
+        ins = (f,) + b.bind(args) + (df,) + b.bind(_full(dargs, n), True)
+        tins = (tf,) + b.bind(_full(targs, n), True) + (tdf,) + b.bind(_full(tdargs, n), True)
+        return jvp_call(*((plan[1], None, tins) + ins))
     if plan[0] == "self":
-        return jvp_call(jvp_call, None, (None, None, (tdf,) + _full(tdargs, n), tf, *targs),
-                        plan[1], None, (df,) + _full(dargs, n), plan[2], *args)
-    return _opaque(f, dargs, args), None
+        return jvp_call(*((jvp_call, None, (None, None, (tdf,) + _full(tdargs, n), tf) + targs,
+                           plan[1], None, (df,) + _full(dargs, n), plan[2]) + args))
+    return _opaque(plan, f, dargs, args), None
 
 
-def _opaque(f, dargs, args):
-    """`jvp_call` of a callable no level can lift: run where no tangent reaches it."""
-    if all(d is None for d in _full(dargs, len(args))):
-        return jvp_call(f, None, dargs, *args)
+# (Calls written ``g(*(head + args))`` in what a level may lift: the tangent code of
+# ``g(a, *args)`` builds a list and extends it, which reverse mode does not follow into
+# the list's tangent yet.)
+def _opaque(plan, f, dargs, args):
+    """`jvp_call` of a callable no level can lift: run where no tangent reaches it (or
+    none can: ``plan`` is plain)."""
+    if plan[0] == "plain" or all(d is None for d in _full(dargs, len(args))):
+        return jvp_call(*((f, None, dargs) + args))
     _refuse(f"{full_name(f)} (no forward rule, no Python code)")
 
 
@@ -202,14 +247,14 @@ def _jvp_call_kw_rule(f, df, dargs, dkw, /, *args, **kw):
     if kw:
         _plan(f, len(args), kw)  # (refuses)
     y, pb = forward(jvp_call, f, df, dargs, *args)
-    return y, lambda d: (lambda g: (*g[:4], None, *g[4:]))(pb(d))
+    return y, wrapping(pb, lambda d: (lambda g: (*g[:4], None, *g[4:]))(pb(d)))
 
 
 @frule(jvp_call_kw)
 def _jvp_call_kw_frule(ts, f, df, dargs, dkw, /, *args, **kw):
     if kw:
         _plan(f, len(args), kw)
-    return jvp_call(jvp_call, None, ts[:3] + ts[4:], f, df, dargs, *args)
+    return jvp_call(*((jvp_call, None, ts[:3] + ts[4:], f, df, dargs) + args))
 
 
 # -- the inner reverse computation, and its rules ---------------------------------------
@@ -225,7 +270,7 @@ def vjp_at(f, args, wrt, kw, dy):
 def _directional(f, t, /, *args):
     """``J t``: the tangent of ``f(*args)`` along ``t``, a computation of its own."""
     with isolated_at(0, TangentShadow()):
-        return jvp_call(f, None, t, *args)[1]
+        return jvp_call(*((f, None, t) + args))[1]
 
 
 class _Along:
@@ -244,7 +289,7 @@ class _Along:
         sh.defaults.update(self.defaults)
         sh.entries.update({k: (x, copy.deepcopy(t)) for k, (x, t) in self.entries.items()})
         with isolated_at(0, sh):
-            return jvp_call(self.f, self.df, self.da, *args)
+            return jvp_call(*((self.f, self.df, self.da) + args))
 
 
 def _no_keywords(kw, what="keyword arguments"):
@@ -319,7 +364,7 @@ _LIFTED = {api._value_and_gradient: _value_and_gradient, api._with_aux: _with_au
 def _lifted(body):
     def fn(*args, **kw):
         y, pb = forward(body, *args, **kw)
-        return y, lambda d: (None, *pb(d)[1:])
+        return y, wrapping(pb, lambda d: (None, *pb(d)[1:]))
 
     def fr(ts, *args, **kw):
         return jvp_call(body, None, ts, *args, **kw)
@@ -331,7 +376,8 @@ for _api, _body in _LIFTED.items():
     rule(_api, override=True)(_fn)
     frule(_api, override=True)(_fr)
 
-nondifferentiable(_plan, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow)
+nondifferentiable(_plan, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
+                  np.errstate.__enter__, np.errstate.__exit__)  # (forward rules use errstate)
 
 
 # -- the levels' shadows: code an outer level lifts reads the shadow one level in -------
@@ -357,3 +403,15 @@ def _same_level(f):
 
 for _f in (current, current_in, isolated_at):
     rule(_f)(_same_level(_f))
+
+
+# -- forward rules that reverse mode runs as rules of their own when it lifts tangent code
+
+def make_function_frule_in_reverse(ts, code, closure=None, defaults=None, kwdefaults=None):
+    """The reverse rule of the forward rule of ``ops.make_function``: the function made
+    as reverse mode makes it (its cells' gradients travel in the shadow), no tangent
+    (tangents of defaults made at an inner level are refused)."""
+    if any(t is not None for t in ts[2:]):
+        _refuse("a function made with default values that carry a tangent")
+    fn, pb = forward(ops.make_function, code, closure, defaults, kwdefaults)
+    return (fn, None), wrapping(pb, lambda d: (None, None, *pb(None if d is None else d[0])[1:]))

@@ -143,6 +143,41 @@ def test_inner_gradients_of_closures_over_arrays_and_objects():
     assert np.allclose(jvp(outer, (w,), (np.ones(3),))[1], np.sum(6 * w ** 2))
 
 
+def test_third_derivatives_with_an_outer_reverse_or_forward_level():
+    def f(x):
+        return x ** 4 * math.sin(x)
+
+    def d3(x):  # (x⁴ sin x)'''
+        return (24 * x * math.sin(x) + 36 * x * x * math.cos(x) - 12 * x ** 3 * math.sin(x)
+                - x ** 4 * math.cos(x))
+    x = 0.9
+    assert grad(grad(grad(f)))(x) == pytest.approx(d3(x))
+    assert along(grad(grad(f)))(x) == pytest.approx(d3(x))
+    assert grad(along(grad(f)))(x) == pytest.approx(d3(x))
+
+
+def test_second_derivatives_through_comprehensions_and_star_calls_of_a_tuple():
+    def f(x):
+        return sum([x ** k for k in range(4)]) + math.pow(*(x, 3.0))  # 1 + x + 2x² ... + x³
+
+    assert grad(grad(f))(1.5) == pytest.approx(2 + 6 * 1.5 + 6 * 1.5)
+
+
+def test_what_nesting_does_not_reach_yet_is_refused_by_line_never_a_wrong_gradient():
+    def appends(x):
+        out = []
+        out.append(x * x)
+        return out[0]
+
+    def star(x):
+        rest = (3.0,)
+        return math.pow(x, *rest)
+
+    for f in (appends, star):
+        with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: nested differentiation"):
+            grad(grad(f))(1.5)
+
+
 # -- generated nested programs ------------------------------------------------------------
 
 UNARY = [np.sin, np.tanh, lambda u: u * u, lambda u: np.exp(0.3 * u)]
