@@ -12,7 +12,7 @@ from .runtime.custom import RuleError, defrule, rule
 from .runtime.utilities import checkpoint, hook, nestlevel
 from .runtime.frules import NoForwardRuleError, frule
 from .runtime.tangents import ForwardModeError
-from .runtime.jax_api import jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
+from .runtime.jax_api import hessian, hvp, jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
@@ -20,4 +20,4 @@ __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
            "hook", "checkpoint", "nestlevel",
-           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]

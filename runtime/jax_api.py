@@ -1,4 +1,5 @@
-"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`.
+"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`,
+`hessian`, `hvp`.
 
 Arguments and results may be pytrees: tuples, lists and dicts (nested) of numbers
 and arrays.  A Jacobian has, for each leaf of the output, the input's structure, each
@@ -14,7 +15,7 @@ import numpy as np
 
 from ..ir.ir import full_name
 from . import shadow, tangents as shadows
-from .api import _callable, pullback
+from .api import _callable, grad, pullback
 from .computing import computing
 from .jvp import compiled_tangent, jvp_call
 
@@ -295,6 +296,24 @@ def _aux_pair(y, f):
         raise TypeError(f"has_aux=True: {full_name(f)} must return a pair (output, aux), but "
                         f"returned a {type(y).__name__}")
     return y[0], y[1]
+
+
+def hessian(f, argnums=0, has_aux=False):
+    """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
+    one Hessian-vector product per input element.  For ``x`` of shape ``(n,)`` it is
+    ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
+    tuples, lists and dicts laid out as `jacfwd` lays them out."""
+    _callable(f)
+    return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
+
+
+def hvp(f, primals, tangents, argnums=0):
+    """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
+    at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
+    forward over reverse, as JAX's documentation defines it:
+    ``jvp(grad(f), primals, tangents)[1]``."""
+    _callable(f)
+    return jvp(grad(f, argnums), primals, tangents)[1]
 
 
 def tangent_stages(f):
