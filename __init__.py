@@ -12,6 +12,8 @@ from .runtime.custom import RuleError, defrule, rule
 from .runtime.utilities import checkpoint, hook, nestlevel
 from .runtime.frules import NoForwardRuleError, frule
 from .runtime.tangents import ForwardModeError
+from .runtime.forwarddiff import forwarddiff
+from .runtime.nesting import NestingError
 from .runtime.jax_api import hessian, hvp, jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
 
@@ -20,4 +22,4 @@ __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
            "hook", "checkpoint", "nestlevel",
-           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "forwarddiff", "NestingError", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages"]
