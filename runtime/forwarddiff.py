@@ -16,6 +16,7 @@ pullback applies the transposed Jacobian to the output's gradient.
 from __future__ import annotations
 
 import types
+from typing import Any, Callable
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .mutation import wrapping
 from .rules import rule
 
 
-def forwarddiff(f, /, *args):
+def forwarddiff(f: Callable[..., Any], /, *args: Any) -> Any:
     """``f(*args)``, differentiated by forward mode inside reverse mode: the Jacobian of
     ``f`` in its float and float-array arguments is computed during the forward pass, one
     `jvp` per input element, and the pullback applies it.  Use it for a function with few

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from .jvp import compiled_tangent, jvp_call
 _COMPUTING = computing()
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(f(*primals), J tangents)``: the value and the directional derivative of ``f``
     along ``tangents`` (one per positional argument, structured like it; None is zero),
     computed in one forward pass of ``f``'s tangent code.  The tangent of a float or
@@ -182,7 +183,8 @@ def _inputs(args, argnums, what):
     return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
 
 
-def jacfwd(f, argnums=0, has_aux=False):
+def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``jacfwd``: the Jacobian of ``f`` in ``argnums`` by forward mode, one `jvp`
     per element of the inputs."""
     _callable(f)
@@ -237,7 +239,8 @@ def _assemble(J, y, x, single):
                         for row in rows))
 
 
-def jacrev(f, argnums=0, has_aux=False):
+def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``jacrev``: the Jacobian of ``f`` in ``argnums`` by reverse mode, one forward
     pass and one pullback per element of the output."""
     _callable(f)
@@ -280,7 +283,7 @@ def _grad_leaves(g, like):
 jacobian = jacrev
 
 
-def vjp(f, *primals, has_aux=False):
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """JAX's ``vjp``: ``(f(*primals), vjp_fn)``, where ``vjp_fn(ct)`` returns a tuple of
     cotangents, one per primal (None where none reached it); with ``has_aux``, ``f``
     returns ``(out, aux)`` and vjp returns ``(out, vjp_fn, aux)``."""
@@ -298,7 +301,8 @@ def _aux_pair(y, f):
     return y[0], y[1]
 
 
-def hessian(f, argnums=0, has_aux=False):
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
     one Hessian-vector product per input element.  For ``x`` of shape ``(n,)`` it is
     ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
@@ -307,7 +311,8 @@ def hessian(f, argnums=0, has_aux=False):
     return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
 
 
-def hvp(f, primals, tangents, argnums=0):
+def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        argnums: int | Sequence[int] = 0) -> Any:
     """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
     at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
     forward over reverse, as JAX's documentation defines it:

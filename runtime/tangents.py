@@ -153,6 +153,11 @@ def current_in(depth: int) -> TangentShadow:
     return deeper[depth - 1] if depth <= len(deeper) else _NONE
 
 
+def lifted_levels() -> int:
+    """How many forward-mode levels run lifted by an outer one (`current_in`)."""
+    return len(getattr(_LOCAL, "deeper", ()))
+
+
 class isolated_at:
     """``with isolated_at(depth, sh):`` a new forward-mode computation at ``depth``
     (see `current_in`) whose shadow is ``sh``; the levels inside it are its own."""

@@ -4,7 +4,7 @@ known to a pass; each is a plain function plus an entry in the rule registry.
 """
 from __future__ import annotations
 
-from . import shadow
+from . import shadow, tangents
 from .api import stop_gradient
 from .errors import user_location
 from .forward import forward
@@ -54,7 +54,7 @@ def _checkpoint(f, /, *args):
     return y, back
 
 
-def nestlevel():
+def nestlevel() -> int:
     """The order of differentiation in progress: 0 outside any gradient, 1 while
     ``gradient``/``pullback`` runs the forward pass of the function it differentiates
     (and while ``checkpoint`` re-runs one), 2 inside a gradient of a gradient.
@@ -62,9 +62,12 @@ def nestlevel():
     Zygote's rule ``nestlevel() = nestlevel() + 1`` needs every call to pass through
     the transform; here a call with no differentiable argument stays a plain call, so
     the level is read from the runtime: the number of gradient computations whose
-    forward pass is running (each has its own shadow).
+    forward pass is running (each has its own shadow), and of forward-mode levels an
+    outer one lifts (`tangents.current_in`: ``jvp`` of ``jvp``).  An inner gradient's
+    function runs once at the outer level too (for its value), where the count is one
+    less.
     """
-    return len(shadow._stack()) - 1  # the bottom shadow belongs to no computation
+    return len(shadow._stack()) - 1 + tangents.lifted_levels()  # (the bottom shadow: no computation)
 
 
 @rule(nestlevel)

@@ -227,6 +227,9 @@ def test_nestlevel_is_the_depth_of_differentiation():
     grad(grad(f))(1.0)
     assert max(seen) == 2
     seen.clear()
+    along(along(f))(1.0)
+    assert max(seen) == 2
+    seen.clear()
     grad(f)(1.0)
     assert max(seen) == 1
 
