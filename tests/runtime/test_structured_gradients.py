@@ -275,7 +275,7 @@ def test_readme_examples_run():
     readme = (pathlib.Path(bytegrad.__file__).parent / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     runnable = [b for b in blocks if "bytegrad.rule(" not in b]
-    assert len(runnable) == 4 and any("for k in p:" in b for b in runnable)
+    assert len(runnable) == 7 and any("for k in p:" in b for b in runnable)
     for b in runnable:
         exec(compile(b, "README.md", "exec"), {})
 
