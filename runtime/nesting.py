@@ -284,12 +284,19 @@ class _Along:
         self.entries = {k: (x, copy.deepcopy(t)) for k, (x, t) in sh.entries.items()}
 
     def __call__(self, *args):
-        sh = TangentShadow()
-        sh.cells.update(self.cells)
-        sh.defaults.update(self.defaults)
-        sh.entries.update({k: (x, copy.deepcopy(t)) for k, (x, t) in self.entries.items()})
-        with isolated_at(0, sh):
+        with isolated_at(0, _seeded(self)):
             return jvp_call(*((self.f, self.df, self.da) + args))
+
+
+def _seeded(along):
+    """A new shadow holding what ``along`` copied (made plainly: a change of a shadow in
+    lifted code would count as a change in place, which makes reverse mode watch every
+    call)."""
+    sh = TangentShadow()
+    sh.cells.update(along.cells)
+    sh.defaults.update(along.defaults)
+    sh.entries.update({k: (x, copy.deepcopy(t)) for k, (x, t) in along.entries.items()})
+    return sh
 
 
 def _no_keywords(kw, what="keyword arguments"):
@@ -376,7 +383,7 @@ for _api, _body in _LIFTED.items():
     rule(_api, override=True)(_fn)
     frule(_api, override=True)(_fr)
 
-nondifferentiable(_plan, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
+nondifferentiable(_plan, _seeded, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
                   np.errstate.__enter__, np.errstate.__exit__)  # (forward rules use errstate)
 
 
