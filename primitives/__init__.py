@@ -7,3 +7,7 @@ from . import functional  # noqa: F401  (after containers and math: it wraps the
 from . import sets, stdlib  # noqa: F401  (before taped, which adds to the rules of - and -=)
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)
 from . import tangent_python, tangent_objects, tangent_numpy  # noqa: F401  (forward rules)
+
+from ..runtime.nesting import second_order_rules  # noqa: E402
+
+second_order_rules()  # (reverse over forward of scalar arithmetic: after the forward rules)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import operator
 import types
 
 import numpy as np
@@ -176,7 +177,7 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     n = len(args)
     plan = _plan(f, n, kw)
     if plan[0] == "frule":
-        y, pb = forward(plan[1], dargs, *args)
+        y, pb = forward(plan[1], dargs, *args)  # (scalar arithmetic: `second_order_rules`)
         return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
     if plan[0] == "code":
         b = plan[2]
@@ -207,6 +208,118 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
                     *g[5:])
         return y, wrapping(pb, back)
     return _opaque(plan, f, dargs, args), nograd(n + 3)
+
+
+# -- reverse over forward of scalar arithmetic and element reads, without lifting their
+# forward rules (the Hessian-vector product of a loop over x[i] spends its time there)
+
+_NUMBERS = frozenset({float, int, np.float64})
+
+
+def _times(a, b):
+    return None if a is None or b is None else a * b
+
+
+def _plus(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+def _pair(d):
+    return (None, None) if d is None else d
+
+
+def _mul2(ts, a, b):
+    if type(a) not in _NUMBERS:
+        return None
+    (da, db), y = ts, a * b
+
+    def back(d):
+        yb, tb = _pair(d)
+        return ((_times(tb, b) if da is not None else None, _times(tb, a) if db is not None else None),
+                _plus(_times(yb, b), _times(tb, db)), _plus(_times(yb, a), _times(tb, da)))
+    return (y, _plus(_times(da, b), _times(a, db))), back
+
+
+def _linear2(sign):
+    """``a + sign * b``: the tangent is linear, no second-order term."""
+    def rule(ts, a, b):
+        if type(a) not in _NUMBERS:
+            return None
+        da, db = ts
+
+        def back(d):
+            yb, tb = _pair(d)
+            return ((tb if da is not None else None, _times(tb, sign) if db is not None else None),
+                    yb, _times(yb, sign))
+        return (a + sign * b, _plus(da, _times(db, sign))), back
+    return rule
+
+
+def _pow2(ts, a, p):
+    """``a ** p`` for a constant power ``p`` (an int, or a float with no tangent)."""
+    da, dp = ts
+    if dp is not None or type(p) is not int or type(a) not in _NUMBERS:
+        return None
+    y, d1 = a ** p, p * a ** (p - 1) if p != 0 else 0.0
+
+    def back(d):
+        yb, tb = _pair(d)
+        d2 = p * (p - 1) * a ** (p - 2) if p not in (0, 1) else 0.0
+        return ((_times(tb, d1) if da is not None else None, None),
+                _plus(_times(yb, d1), _times(tb, _times(da, d2))), None)
+    return (y, _times(da, d1)), back
+
+
+def _getitem2(ts, x, k):
+    """``x[k]``, an element of a float array: the reverse rules of the read, twice."""
+    dx, _ = ts
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or type(k) is not int or \
+            dx is not None and type(dx) is not np.ndarray:
+        return None
+    y, pb = forward(operator.getitem, x, k)
+    dy, pbt = (None, None) if dx is None else forward(operator.getitem, dx, k)
+
+    def back(d):
+        yb, tb = _pair(d)
+        return ((None if tb is None or pbt is None else unwrap(pbt(tb)[1]), None),
+                None if yb is None else unwrap(pb(yb)[1]), None)
+    return (y, dy), back
+
+
+_SECOND = {operator.mul: _mul2, operator.add: _linear2(1), operator.sub: _linear2(-1),
+           operator.pow: _pow2, operator.getitem: _getitem2}
+
+
+def second_order_rules():
+    """Give the forward rules of ``_SECOND``'s operators reverse rules (tangent code calls
+    them directly): ``(y, dy)`` and its pullback for numbers and float-array elements,
+    the forward rule lifted as any function otherwise."""
+    for op, second in _SECOND.items():
+        fr = frule_for(op)
+        if fr is not None:
+            rule(fr)(_reversed_frule(fr, second))
+            frule(fr)(_lifted_frule(fr))  # (forward over forward lifts it, as before)
+
+
+def _lifted_frule(fr):
+    def r(tts, ts, a, b):
+        return _tangent_function(fr)(*((fr, ts, a, b, None) + _full(tts, 3)))
+    return r
+
+
+def _tangent_function(f):
+    """``f``'s tangent code as a function (made plainly at every level)."""
+    return types.FunctionType(compiled_tangent(f).tangent_code, f.__globals__)
+
+
+def _reversed_frule(fr, second):
+    def r(ts, a, b):
+        out = second(_full(ts, 2), a, b) if type(b) in _NUMBERS else None
+        if out is None:
+            return fw.call_function(fr, (ts, a, b), {})
+        y, back = out
+        return y, lambda d: (None, *back(d))
+    return r
 
 
 @frule(jvp_call)
@@ -383,7 +496,7 @@ for _api, _body in _LIFTED.items():
     rule(_api, override=True)(_fn)
     frule(_api, override=True)(_fr)
 
-nondifferentiable(_plan, _seeded, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
+nondifferentiable(_plan, _seeded, _tangent_function, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
                   np.errstate.__enter__, np.errstate.__exit__)  # (forward rules use errstate)
 
 
