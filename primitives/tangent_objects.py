@@ -115,7 +115,7 @@ def _unpack(ts, xs, n):
     d = ts[0]
     if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
         return y, None
-    return y, tuple(d[i] for i in range(n))
+    return y, tuple([d[i] for i in range(n)])  # (a list: nested forward mode lifts this)
 
 
 @frule(ops.unpack_ex)
@@ -165,10 +165,11 @@ def _next(ts, it, *default):
 @frule(zip)
 def _zip(ts, *xss):
     taken = [consume(xs, d) for xs, d in zip(xss, ts)]
-    y = list(zip(*(v for v, _ in taken)))
-    if all(d is None for _, d in taken):
+    # (lists, not generators, here: nested forward mode lifts this)
+    y = list(zip(*[v for v, _ in taken]))
+    if all([d is None for _, d in taken]):
         return y, None
-    return y, [tuple(row) for row in zip(*(d or [None] * len(v) for v, d in taken))]
+    return y, [tuple(row) for row in zip(*[d or [None] * len(v) for v, d in taken])]
 
 
 @frule(enumerate)

@@ -55,11 +55,11 @@ class TangentShadow:
         if type(x) is dict:
             dd = dx if type(dx) is dict else {}
             new = {k: self.refresh(v, dd.get(k), depth) for k, v in x.items()}
-            same = all(new[k] is dd.get(k) for k in new)
+            same = all([new[k] is dd.get(k) for k in new])  # (lists: nested forward mode lifts this)
         else:
             ds = dx if isinstance(dx, (list, tuple)) and len(dx) == len(x) else (None,) * len(x)
             new = [self.refresh(v, d, depth) for v, d in zip(x, ds)]
-            same = all(a is b for a, b in zip(new, ds))
+            same = all([a is b for a, b in zip(new, ds)])
         if same:
             return dx
         return new if type(x) is not tuple else tuple(new)

@@ -143,7 +143,7 @@ def test_inner_gradients_of_closures_over_arrays_and_objects():
     assert np.allclose(jvp(outer, (w,), (np.ones(3),))[1], np.sum(6 * w ** 2))
 
 
-def test_third_derivatives_with_an_outer_reverse_or_forward_level():
+def test_third_derivatives_over_an_inner_gradient_in_every_order_of_outer_modes():
     def f(x):
         return x ** 4 * math.sin(x)
 
@@ -154,6 +154,7 @@ def test_third_derivatives_with_an_outer_reverse_or_forward_level():
     assert grad(grad(grad(f)))(x) == pytest.approx(d3(x))
     assert along(grad(grad(f)))(x) == pytest.approx(d3(x))
     assert grad(along(grad(f)))(x) == pytest.approx(d3(x))
+    assert along(along(grad(f)))(x) == pytest.approx(d3(x))
 
 
 def test_second_derivatives_through_comprehensions_and_star_calls_of_a_tuple():
