@@ -13,13 +13,16 @@ from .runtime.utilities import checkpoint, hook, nestlevel
 from .runtime.frules import NoForwardRuleError, frule
 from .runtime.tangents import ForwardModeError
 from .runtime.compiled import NotCompilableError, explain
-from .runtime.jax_api import jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
+from .runtime.forwarddiff import forwarddiff
+from .runtime.nesting import NestingError
+from .runtime.jax_api import hessian, hvp, jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
+from . import testing, tree  # noqa: F401,E402  (bytegrad.testing, bytegrad.tree)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
            "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
            "hook", "checkpoint", "nestlevel",
-           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages",
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "forwarddiff", "NestingError", "tree", "testing", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages",
            "NotCompilableError", "explain"]

@@ -85,7 +85,8 @@ def _taken(xs, d, at, n):
 
 def none_if_zero(ds):
     """A container tangent: None when every item's tangent (a dict's value) is zero."""
-    return None if all(d is None for d in (ds.values() if isinstance(ds, dict) else ds)) else ds
+    # (a list, not a generator: nested forward mode lifts this)
+    return None if all([d is None for d in (ds.values() if isinstance(ds, dict) else ds)]) else ds
 
 
 def zeros_like(x):

@@ -22,7 +22,7 @@ from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
-from ..runtime.rules import effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients
+from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -377,7 +377,8 @@ def _apply(f, args, kwargs=None):
         n = len(args)
         dargs = items_like(args, g[1:1 + n])
         return (None, g[0], dargs) + ((g[1 + n] if len(g) > 1 + n else None,) if kwargs else (None,))
-    return y, wrapping(pb, back)
+    # (``f(*args)`` of an effectful ``f``, ``ops.make_cell``: its pullback must run)
+    return y, Effect(back) if is_effectful(f) else wrapping(pb, back)
 
 
 @rule(getattr)

@@ -52,6 +52,7 @@ from ..ir import ops
 from ..runtime.algebra import accum, unwrap
 from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
+from ..runtime.frules import frule
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
@@ -270,6 +271,31 @@ class Partial(functools.partial):
 
 
 called_as(functools.partial, call_partial)
+
+
+def call_itemgetter(getter, x, /):
+    """``getter(x)`` for an ``operator.itemgetter``, in Python (``x[k]``, or a tuple of
+    items for several keys), so that it is differentiated as indexing is."""
+    keys = getter.__reduce__()[1]
+    if len(keys) == 1:
+        return x[keys[0]]
+    return tuple([x[k] for k in keys])
+
+
+called_as(operator.itemgetter, call_itemgetter)
+
+
+@rule(functools.update_wrapper)
+def _update_wrapper(wrapper, wrapped, *rest):
+    """``functools.wraps``: the wrapper, its metadata copied from ``wrapped`` (names, a
+    docstring: no gradient), is the value; run plainly (lifted, 3.12's restore of
+    ``__type_params__`` would break it)."""
+    return functools.update_wrapper(wrapper, wrapped, *rest), lambda d: (None, d, None) + (None,) * len(rest)
+
+
+@frule(functools.update_wrapper)
+def _update_wrapper_tangent(tangents, wrapper, wrapped, *rest):
+    return functools.update_wrapper(wrapper, wrapped, *rest), tangents[0]
 
 
 @rule(functools.partial)

@@ -29,6 +29,8 @@ from ..ir import ops
 from ..runtime.errors import user_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
+from ..runtime.nesting import make_function_frule_in_reverse
+from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, consume_rows, items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute, sized
@@ -116,7 +118,7 @@ def _unpack(ts, xs, n):
     d = ts[0]
     if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
         return y, None
-    return y, tuple(d[i] for i in range(n))
+    return y, tuple([d[i] for i in range(n)])  # (a list: nested forward mode lifts this)
 
 
 @frule(ops.unpack_ex)
@@ -165,10 +167,10 @@ def _next(ts, it, *default):
 
 @frule(zip)
 def _zip(ts, *xss, strict=False):
-    if all(d is None for d in ts) and not any(sized(xs) for xs in xss):
+    if all([d is None for d in ts]) and not any([sized(xs) for xs in xss]):
         return zip(*xss, strict=strict), None  # lazy as Python's: they may be endless
     y, ds = consume_rows(xss, ts, strict)
-    if all(d is None for d in ds):
+    if all([d is None for d in ds]):
         return y, None
     return y, [tuple(row) for row in zip(*(d or [None] * len(y) for d in ds))]
 
@@ -256,7 +258,7 @@ def _getattr(ts, x, name, *default):
     if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
-    y = getattr(x, name, *default)
+    y = getattr(x, name)  # (no default here: see above)
     if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
         sh = current()
         t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
@@ -380,7 +382,7 @@ def _list_method(m, change):
     @frule(m)
     def fr(ts, xs, *args):
         sh = current()
-        if all(t is None for t in ts) and id(xs) not in sh.entries:
+        if all([t is None for t in ts]) and id(xs) not in sh.entries:  # (a list: nested jvp lifts this)
             return m(xs, *args), None
         if not isinstance(xs, list):
             raise _unsupported(f"'{type(xs).__name__}.{m.__name__}'")
@@ -416,7 +418,7 @@ def _comprehension_append(ts, xs, x):
 def _comprehension_extend(ts, xs, ys):
     n = len(xs)
     v, dv = consume(ys, ts[1])
-    ops.list_extend(xs, v)
+    xs = ops.list_extend(xs, v)  # (its result: reverse mode follows it through that, lifting this)
     if ts[0] is None and dv is None:
         return xs, None
     d = ts[0] if ts[0] is not None else [None] * n
@@ -541,6 +543,13 @@ def _cell_set(ts, cell, value):
     return None, None
 
 
+@frule(ops.closure_cell)
+def _closure_cell(ts, fn, i):
+    # a cell's contents keep their tangent in the shadow (`_cell_get`), not in the
+    # function's: a tangent the function carries (its fields') does not reach the cell
+    return ops.closure_cell(fn, i), None
+
+
 @frule(ops.make_function)
 def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
     fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)
@@ -548,6 +557,9 @@ def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
     if dd is not None or dk is not None:
         current().defaults[id(fn)] = (fn, dd, dk)
     return fn, None
+
+
+rule(_make_function)(make_function_frule_in_reverse)  # (reverse over forward: runtime/nesting.py)
 
 
 def _unsupported(what, fix="; do the change on a list, dict or array, or give the method a "

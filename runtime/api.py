@@ -6,6 +6,7 @@ import inspect
 import numbers
 import operator
 import types
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -17,9 +18,11 @@ from .generators import Generator
 
 
 _COMPUTING = computing.computing()
+T = TypeVar("T")
 
 
-def pullback(f, /, *args, wrt=None, **kw):
+def pullback(f: Callable[..., Any], /, *args: Any, wrt: Sequence[int] | None = None,
+             **kw: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """``(f(*args, **kw), back)``; ``back(dy)`` returns one gradient per positional argument.
 
     ``wrt`` (indices of positional arguments, negative ones from the end) names the
@@ -309,7 +312,7 @@ _LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})
 _FLAT = _LEAVES | {np.ndarray, _Absent}
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x``, through which no gradient flows (a rule marks it non-differentiable)."""
     shadow.hand_on(x, "stop_gradient")
     return x
@@ -340,13 +343,14 @@ def _scalar_message(f, y, what):
             f"use bytegrad.pullback({name}, ...) and call its back with a gradient of the output")
 
 
-def gradient(f, /, *args, **kw):
+def gradient(f: Callable[..., Any], /, *args: Any, **kw: Any) -> tuple:
     """Gradients of the scalar ``f(*args, **kw)``, one per positional argument (None where
     there is none).  Every keyword is ``f``'s, ``wrt`` too."""
     return _value_and_gradient(f, args, None, kw)[1]
 
 
-def value_and_gradient(f, /, *args, wrt=None, **kw):
+def value_and_gradient(f: Callable[..., Any], /, *args: Any, wrt: Sequence[int] | None = None,
+                       **kw: Any) -> tuple[Any, tuple]:
     return _value_and_gradient(f, args, wrt, kw)
 
 
@@ -362,7 +366,8 @@ def _value_and_gradient(f, args, wrt, kw):
     return y, g
 
 
-def value_and_grad(f, argnums=0, has_aux=False, jit=False):
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False, jit: bool | str = False) -> Callable[..., tuple[Any, Any]]:
     """JAX's convention: a function returning ``(f(*args), gradient in argnums)``.  With
     ``has_aux``, ``f`` returns ``(out, aux)``: the gradient is ``out``'s, ``aux`` passes
     through without one, and the function returns ``((out, aux), gradient)``.  ``jit=True``
@@ -419,7 +424,8 @@ def _compiled_vg(f, wanted, jit, single, repeats, run, value=True):
     return functools.wraps(f)(vg)
 
 
-def grad(f, argnums=0, has_aux=False, jit=False):
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+         has_aux: bool = False, jit: bool | str = False) -> Callable[..., Any]:
     """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
     ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``; ``jit`` as in
     `value_and_grad`."""
@@ -455,8 +461,11 @@ def _with_aux(f, args, wrt, kw):
     return y, g
 
 
-def stages(f):
-    """The IR stages of ``f``: ``lifted``, ``forward`` and ``adjoint``."""
+def stages(f: Callable[..., Any]):
+    """The IR stages of ``f``: ``lifted``, ``primal``, ``forward`` and ``adjoint`` (of a
+    ``@differentiable`` function, of the function it wraps)."""
+    if isinstance(f, differentiable):
+        f = f.f
     return compiled(getattr(f, "__func__", f)).stages
 
 
@@ -464,7 +473,8 @@ _NO_FUNCTION = object()
 
 
 class differentiable:
-    """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``,
+    """``@differentiable``: ``f`` runs as before and gains ``.grad``, ``.value_and_grad``
+    (as `grad` and `value_and_grad`: argument 0 by default, or ``argnums``),
     ``.pullback`` and ``.ir(stage)``.  ``@differentiable(jit=True)`` (or ``"auto"``) computes
     ``.grad`` and ``.value_and_grad`` with the compiled tier (see `value_and_grad`)."""
 
@@ -483,22 +493,34 @@ class differentiable:
     def __get__(self, obj, objtype=None):
         return self if obj is None else differentiable(types.MethodType(self.f, obj), jit=self.jit)
 
-    def grad(self, *args, **kw):
-        return self.value_and_grad(*args, **kw)[1]
+    def grad(self, *args, argnums: int | Sequence[int] = 0, **kw):
+        """``grad(f, argnums, jit=…)(*args, **kw)``."""
+        return self._made(argnums, False)(*args, **kw)
 
-    def value_and_grad(self, *args, **kw):
-        if self.jit:
-            n = len(args)
-            if n not in self._compiled:
-                self._compiled[n] = value_and_grad(self.f, tuple(range(n)), jit=self.jit)
-            y, gs = self._compiled[n](*args, **kw)
-        else:
-            y, gs = value_and_gradient(self.f, *args, **kw)
-        return y, (gs[0] if len(gs) == 1 else gs)
+    def value_and_grad(self, *args, argnums: int | Sequence[int] = 0, **kw):
+        """``value_and_grad(f, argnums, jit=…)(*args, **kw)``."""
+        return self._made(argnums, True)(*args, **kw)
+
+    def _made(self, argnums, value):
+        """`grad` (or `value_and_grad`) of ``f`` for ``argnums``, made once."""
+        key = (argnums if isinstance(argnums, (int, np.integer)) else tuple(argnums), value)
+        if key not in self._compiled:
+            self._compiled[key] = (value_and_grad if value else grad)(self.f, argnums, jit=self.jit)
+        return self._compiled[key]
 
     def pullback(self, *args, **kw):
         return pullback(self.f, *args, **kw)
 
-    def ir(self, stage="lifted"):
+    def ir(self, stage: str = "lifted") -> str:
+        """The IR of one stage (``lifted``, ``primal``, ``forward``, ``adjoint``), or of
+        every stage with ``"all"``."""
         from ..ir import show
-        return show(getattr(stages(self.f), stage))
+        st = stages(self.f)
+        if stage == "all":
+            return "\n\n".join(f"# {name}\n{show(getattr(st, name))}" for name in STAGES)
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)} or 'all'")
+        return show(getattr(st, stage))
+
+
+STAGES = ("lifted", "primal", "forward", "adjoint")

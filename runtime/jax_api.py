@@ -1,4 +1,5 @@
-"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`.
+"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`,
+`hessian`, `hvp`.
 
 Arguments and results may be pytrees: tuples, lists and dicts (nested) of numbers
 and arrays.  A Jacobian has, for each leaf of the output, the input's structure, each
@@ -9,29 +10,38 @@ from __future__ import annotations
 
 import functools
 import operator
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..ir.ir import full_name
 from . import shadow, tangents as shadows
-from .api import _callable, pullback
+from .api import _callable, grad, pullback
 from .computing import computing
 from .jvp import compiled_tangent, jvp_call
 
 _COMPUTING = computing()
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(f(*primals), J tangents)``: the value and the directional derivative of ``f``
     along ``tangents`` (one per positional argument, structured like it; None is zero),
     computed in one forward pass of ``f``'s tangent code.  The tangent of a float or
     array result is a number or array (zero where nothing reached it); of an integer,
     None."""
     _callable(f)
-    primals, tangents = _pairs(primals, tangents)
     # (a reverse rule a derived forward rule calls records into a shadow of its own)
-    with _COMPUTING, shadows.fresh() as sh, shadow.fresh():
-        y, dy = jvp_call(f, None, tangents, *primals)
+    with _COMPUTING, shadow.fresh():
+        return checked_jvp(f, primals, tangents)
+
+
+def checked_jvp(f, primals, tangents):
+    """`jvp` after its check of ``f``: what a nested `jvp` runs lifted by the outer
+    level (see runtime/nesting.py).  The computation has a shadow of its own, also
+    inside another one (`tangents.isolated_at`)."""
+    primals, tangents = _pairs(primals, tangents)
+    with shadows.isolated_at(0, shadows.TangentShadow()) as sh:
+        y, dy = jvp_call(*((f, None, tangents) + primals))  # (see runtime/nesting.py)
         dy = sh.refresh(y, dy)
     return y, _dense(dy, y, _held(primals, tangents))
 
@@ -44,8 +54,8 @@ def _pairs(primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals and {len(tangents)} tangents: give one "
                          f"tangent per primal (None for a zero tangent)")
-    return tuple(primals), tuple(_checked(p, t, f"tangents[{i}]") for i, (p, t) in
-                                 enumerate(zip(primals, tangents)))
+    return tuple(primals), tuple([_checked(p, t, f"tangents[{i}]") for i, (p, t) in
+                                  enumerate(zip(primals, tangents))])  # (a list: forward mode lifts it nested)
 
 
 def _checked(p, t, where):
@@ -69,7 +79,7 @@ def _checked(p, t, where):
     if isinstance(p, (tuple, list)):
         if not isinstance(t, (tuple, list)) or len(t) != len(p):
             raise ValueError(f"{where} must be a tuple or list of {len(p)} tangents, like its primal")
-        return type(t)(_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t)))
+        return type(t)([_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t))])
     if isinstance(p, dict):
         if not isinstance(t, dict) or not t.keys() <= p.keys():
             raise ValueError(f"{where} must be a dict with keys among its primal's {list(p)}")
@@ -173,7 +183,8 @@ def _inputs(args, argnums, what):
     return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
 
 
-def jacfwd(f, argnums=0, has_aux=False):
+def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``jacfwd``: the Jacobian of ``f`` in ``argnums`` by forward mode, one `jvp`
     per element of the inputs."""
     _callable(f)
@@ -228,7 +239,8 @@ def _assemble(J, y, x, single):
                         for row in rows))
 
 
-def jacrev(f, argnums=0, has_aux=False):
+def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``jacrev``: the Jacobian of ``f`` in ``argnums`` by reverse mode, one forward
     pass and one pullback per element of the output."""
     _callable(f)
@@ -271,7 +283,7 @@ def _grad_leaves(g, like):
 jacobian = jacrev
 
 
-def vjp(f, *primals, has_aux=False):
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """JAX's ``vjp``: ``(f(*primals), vjp_fn)``, where ``vjp_fn(ct)`` returns a tuple of
     cotangents, one per primal (None where none reached it); with ``has_aux``, ``f``
     returns ``(out, aux)`` and vjp returns ``(out, vjp_fn, aux)``."""
@@ -287,6 +299,26 @@ def _aux_pair(y, f):
         raise TypeError(f"has_aux=True: {full_name(f)} must return a pair (output, aux), but "
                         f"returned a {type(y).__name__}")
     return y[0], y[1]
+
+
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., Any]:
+    """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
+    one Hessian-vector product per input element.  For ``x`` of shape ``(n,)`` it is
+    ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
+    tuples, lists and dicts laid out as `jacfwd` lays them out."""
+    _callable(f)
+    return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
+
+
+def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        argnums: int | Sequence[int] = 0) -> Any:
+    """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
+    at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
+    forward over reverse, as JAX's documentation defines it:
+    ``jvp(grad(f), primals, tangents)[1]``."""
+    _callable(f)
+    return jvp(grad(f, argnums), primals, tangents)[1]
 
 
 def tangent_stages(f):

@@ -60,6 +60,13 @@ class Shadow:
     def _who(self, o):
         return self.owners.get(id(o), o) if type(o) is dict else o
 
+    def hand_on(self, outer):
+        """Gradients left here by a computation run inside another (a `checkpoint`'s
+        re-run, an inner gradient's reverse pass) belong to objects made before it (cells
+        its code reads): their creators' pullbacks look in ``outer``."""
+        for k, g in self.grads.items():
+            outer.add(self.keep[k], g)
+
     # -- gradients -----------------------------------------------------------
     def add(self, obj, g):
         """Add gradient ``g`` to ``obj``'s entry."""

@@ -55,11 +55,11 @@ class TangentShadow:
         if type(x) is dict:
             dd = dx if type(dx) is dict else {}
             new = {k: self.refresh(v, dd.get(k), depth) for k, v in x.items()}
-            same = all(new[k] is dd.get(k) for k in new)
+            same = all([new[k] is dd.get(k) for k in new])  # (lists: nested forward mode lifts this)
         else:
             ds = dx if isinstance(dx, (list, tuple)) and len(dx) == len(x) else (None,) * len(x)
             new = [self.refresh(v, d, depth) for v, d in zip(x, ds)]
-            same = all(a is b for a, b in zip(new, ds))
+            same = all([a is b for a, b in zip(new, ds)])
         if same:
             return dx
         return new if type(x) is not tuple else tuple(new)
@@ -132,7 +132,55 @@ _NONE = TangentShadow()  # outside any computation: empty, and never written
 
 
 def current() -> TangentShadow:
+    """The shadow of the forward-mode computation whose code runs as it is (not lifted
+    by an outer forward mode: see `current_in`)."""
     return getattr(_LOCAL, "shadow", _NONE)
+
+
+def current_in(depth: int) -> TangentShadow:
+    """The shadow of the computation ``depth`` levels inside the one `current` gives.
+
+    In nested forward mode, an outer level runs the inner level's code lifted: the
+    outer's forward rules run as they are and read `current`, while the inner's code
+    runs as the outer's primal, and its reads must see the inner level's shadow.  So
+    the forward rule of ``current()`` is ``current_in(1)``, and those of
+    ``current_in(k)`` and ``isolated_at(k, …)`` add one to ``k`` (runtime/nesting.py):
+    each level's code reads its own shadow, however deep the nesting.
+    """
+    if depth == 0:
+        return current()
+    deeper = getattr(_LOCAL, "deeper", ())
+    return deeper[depth - 1] if depth <= len(deeper) else _NONE
+
+
+def lifted_levels() -> int:
+    """How many forward-mode levels run lifted by an outer one (`current_in`)."""
+    return len(getattr(_LOCAL, "deeper", ()))
+
+
+class isolated_at:
+    """``with isolated_at(depth, sh):`` a new forward-mode computation at ``depth``
+    (see `current_in`) whose shadow is ``sh``; the levels inside it are its own."""
+
+    __slots__ = ("depth", "sh", "saved")
+
+    def __init__(self, depth, sh):
+        self.depth, self.sh = depth, sh
+
+    def __enter__(self):
+        self.saved = getattr(_LOCAL, "shadow", None), getattr(_LOCAL, "deeper", ())
+        if self.depth == 0:
+            _LOCAL.shadow, _LOCAL.deeper = self.sh, ()
+        else:
+            _LOCAL.deeper = self.saved[1][:self.depth - 1] + (self.sh,)
+        return self.sh
+
+    def __exit__(self, *exc):
+        shadow, _LOCAL.deeper = self.saved
+        if shadow is None:
+            del _LOCAL.shadow
+        else:
+            _LOCAL.shadow = shadow
 
 
 @contextlib.contextmanager

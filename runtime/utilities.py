@@ -4,7 +4,7 @@ known to a pass; each is a plain function plus an entry in the rule registry.
 """
 from __future__ import annotations
 
-from . import api, shadow
+from . import shadow, tangents
 from .api import stop_gradient
 from .errors import user_location
 from .forward import forward
@@ -49,19 +49,12 @@ def _checkpoint(f, /, *args):
         with shadow.fresh() as sh:
             _, pb = forward(f, *args)
         g = pb(dy)
-        _hand_on(sh, outer)
+        sh.hand_on(outer)
         return (None, *g)
     return y, back
 
 
-def _hand_on(inner, outer):
-    """Gradients left in the re-run's shadow belong to objects made before the
-    checkpoint (cells ``f`` reads); their creators' pullbacks look in ``outer``."""
-    for k, g in inner.grads.items():
-        outer.add(inner.keep[k], g)
-
-
-def nestlevel():
+def nestlevel() -> int:
     """The order of differentiation in progress: 0 outside any gradient, 1 while
     ``gradient``/``pullback`` runs the forward pass of the function it differentiates
     (and while ``checkpoint`` re-runs one), 2 inside a gradient of a gradient.
@@ -69,9 +62,12 @@ def nestlevel():
     Zygote's rule ``nestlevel() = nestlevel() + 1`` needs every call to pass through
     the transform; here a call with no differentiable argument stays a plain call, so
     the level is read from the runtime: the number of gradient computations whose
-    forward pass is running (each has its own shadow).
+    forward pass is running (each has its own shadow), and of forward-mode levels an
+    outer one lifts (`tangents.current_in`: ``jvp`` of ``jvp``).  An inner gradient's
+    function runs once at the outer level too (for its value), where the count is one
+    less.
     """
-    return len(shadow._stack()) - 1  # the bottom shadow belongs to no computation
+    return len(shadow._stack()) - 1 + tangents.lifted_levels()  # (the bottom shadow: no computation)
 
 
 @rule(nestlevel)
@@ -87,26 +83,17 @@ def _stop_gradient(x):
 def _nested(f, /, *args, **kw):
     file, line = user_location()
     raise NotImplementedError(
-        f"{file}:{line}: a gradient of a gradient (nested differentiation) is not supported "
-        f"yet: call bytegrad's gradient functions outside the function being differentiated, "
-        f"or wrap what the inner gradient computes in a rule")
+        f"{file}:{line}: a Jacobian (jacfwd, jacrev) inside a function being differentiated is "
+        f"not supported yet: nest grad, value_and_grad, gradient, pullback, vjp or jvp instead")
 
 
-rule(api.pullback, api.gradient, api.value_and_gradient, api.grad, api.value_and_grad)(_nested)
-
-
-# -- forward mode: the same utilities' forward rules, and the nested calls it refuses too
-from . import jax_api  # noqa: E402  (after the rules above: it imports the API they extend)
+# -- forward mode: the same utilities' forward rules; the API nested (runtime/nesting.py)
+from . import jax_api, nesting  # noqa: E402,F401  (after the rules above: it imports the API they extend)
 from .frules import frule  # noqa: E402
 from .jvp import jvp_call  # noqa: E402
 
-rule(jax_api.jvp, jax_api.vjp, jax_api.jacfwd, jax_api.jacrev)(_nested)
-
-
-@frule(api.pullback, api.gradient, api.value_and_gradient, api.grad, api.value_and_grad,
-       jax_api.jvp, jax_api.vjp, jax_api.jacfwd, jax_api.jacrev)
-def _nested_in_jvp(tangents, /, *args, **kw):
-    _nested(None)
+rule(jax_api._inputs)(_nested)  # (what every Jacobian function calls first)
+frule(jax_api._inputs)(lambda tangents, /, *args, **kw: _nested(None))
 
 
 @frule(stop_gradient)

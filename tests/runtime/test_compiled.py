@@ -181,7 +181,9 @@ def test_differentiable_jit():
     def f(a, b):
         return a * math.sin(b)
     assert f(2.0, 0.5) == 2.0 * math.sin(0.5)
-    assert f.grad(2.0, 0.5) == (math.sin(0.5), 2.0 * math.cos(0.5))
+    assert f.grad(2.0, 0.5) == math.sin(0.5)  # (as bytegrad.grad: argument 0 by default)
+    assert f.grad(2.0, 0.5, argnums=(0, 1)) == (math.sin(0.5), 2.0 * math.cos(0.5))
+    assert f.value_and_grad(2.0, 0.5, argnums=1) == (2.0 * math.sin(0.5), 2.0 * math.cos(0.5))
 
 
 def test_int_arguments_and_results_get_no_gradient():

@@ -428,19 +428,6 @@ def test_stop_gradient_through_its_rule():
     assert bytegrad.gradient(lambda x, sg: sg(x) * x, 2.5, bytegrad.stop_gradient) == (2.5, None)
 
 
-def test_a_gradient_of_a_gradient_is_refused_clearly():
-    def inner(x):
-        return math.sin(x) * x
-    for outer in (lambda x: bytegrad.gradient(inner, x)[0],
-                  lambda x: bytegrad.grad(inner)(x),
-                  lambda x: bytegrad.pullback(inner, x)[0]):
-        with pytest.raises(NotImplementedError, match=r"test_custom_rules\.py:\d+: a gradient of a gradient"):
-            bytegrad.gradient(outer, 0.5)
-    # an inner gradient that does not depend on the outer argument runs plainly
-    assert bytegrad.gradient(lambda x: x * bytegrad.gradient(math.sin, 0.5)[0], 2.0)[0] == \
-        pytest.approx(math.cos(0.5))
-
-
 # ---------------------------------------------------------------------------
 # checkpoint and rules of functions whose arguments or results are changed in place
 # ---------------------------------------------------------------------------

@@ -193,16 +193,6 @@ def test_has_aux_needs_a_pair():
         grad(lambda x: x * 2.0, has_aux=True)(1.0)
 
 
-def test_gradients_of_gradients_and_jvp_inside_are_refused_clearly():
-    def inner(x):
-        return jvp(np.sin, (x,), (1.0,))[1]
-
-    with pytest.raises(NotImplementedError, match="test_jvp_api.py"):
-        bytegrad.gradient(inner, 0.3)
-    with pytest.raises(NotImplementedError, match="test_jvp_api.py"):
-        jvp(lambda x: bytegrad.gradient(np.sin, x)[0], (0.3,), (1.0,))
-
-
 def test_jvp_of_methods_classes_and_object_tangents():
     import dataclasses
 

@@ -1016,7 +1016,7 @@ def test_differentiable_method_and_negative_argnums():
     W, b = rnd((N, N), 440, 0.1), rnd(N, 441, 0.1)
     X, Y = rnd((64, N), 442), rnd((64, N), 443)
     m = Regressor(W.copy(), b.copy())
-    gW, gb, gX, gY = m.loss.grad(W, b, X, Y)
+    gW, gb, gX, gY = m.loss.grad(W, b, X, Y, argnums=(0, 1, 2, 3))
     f = lambda W, b, X, Y: m.loss(W, b, X, Y)
     for i, gg in enumerate((gW, gb, gX, gY)):
         check_direction(f, (W, b, X, Y), (gW, gb, gX, gY), (i,))

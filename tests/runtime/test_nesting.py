@@ -1,0 +1,248 @@
+"""Nested differentiation: gradients of gradients in every combination of modes,
+against closed forms and finite differences of the inner gradient, with no
+perturbation confusion; and the clear refusal of what it does not reach yet."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bytegrad
+from bytegrad import grad, gradient, jvp, pullback, value_and_grad, vjp
+
+from checks import fd_gradient
+
+
+def along(g):
+    """``x ↦ d/dε g(x + ε)`` by forward mode."""
+    return lambda x: jvp(g, (x,), (1.0,))[1]
+
+
+OUTER = {"reverse": grad, "forward": along}  # a derivative operator of each mode
+INNER = {"reverse": lambda f, y: grad(f)(y), "forward": lambda f, y: jvp(f, (y,), (1.0,))[1]}
+COMBINATIONS = [(o, i) for o in OUTER for i in INNER]
+
+
+# -- perturbation confusion --------------------------------------------------------------
+
+@pytest.mark.parametrize("outer, inner", COMBINATIONS)
+def test_no_perturbation_confusion_in_any_combination_of_modes(outer, inner):
+    # d/dx [x · d/dy (x + y) at y = 1] at x = 1 is 1 (confusing the two levels gives 2)
+    d = INNER[inner]
+    assert OUTER[outer](lambda x: x * d(lambda y: x + y, 1.0))(1.0) == 1.0
+    # d/dx [x · d/dy (x · y)] = d/dx x² = 2x: the inner derivative depends on x
+    assert OUTER[outer](lambda x: x * d(lambda y: x * y, 1.0))(1.5) == pytest.approx(3.0)
+
+
+# -- second derivatives in closed form ----------------------------------------------------
+
+SECOND = [
+    (lambda x: x ** 3 * math.sin(x),
+     lambda x: 6 * x * math.sin(x) + 6 * x ** 2 * math.cos(x) - x ** 3 * math.sin(x)),
+    (lambda x: math.exp(0.5 * x) * math.cos(x),
+     lambda x: math.exp(0.5 * x) * (-0.75 * math.cos(x) - math.sin(x))),
+    (lambda x: np.tanh(x), lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
+]
+
+
+@pytest.mark.parametrize("outer, inner", COMBINATIONS)
+@pytest.mark.parametrize("k", range(len(SECOND)))
+def test_second_derivatives_match_closed_forms(outer, inner, k):
+    f, d2 = SECOND[k]
+    d = INNER[inner]
+    for x in (-0.7, 0.3, 1.9):
+        assert OUTER[outer](lambda x: d(f, x))(x) == pytest.approx(d2(x), rel=1e-10, abs=1e-12)
+
+
+def test_grad_of_grad_with_loops_branches_and_closures():
+    def f(x):
+        s = 0.0
+        for k in range(1, 4):
+            s = s + (math.sin(k * x) if x > 0 else x ** k)
+        return s
+
+    def d2(x):
+        return sum(-k * k * math.sin(k * x) for k in range(1, 4)) if x > 0 else 2 + 6 * x
+    for x in (0.4, -0.6):
+        assert grad(grad(f))(x) == pytest.approx(d2(x))
+        assert jvp(grad(f), (x,), (1.0,))[1] == pytest.approx(d2(x))
+
+
+def test_hessian_vector_products_on_arrays_match_finite_differences_of_the_gradient():
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((4, 4))
+
+    def f(x):
+        return np.sum(np.tanh(A @ x) ** 2) + np.sum(x ** 4) * 0.1
+
+    x, v = rng.standard_normal(4), rng.standard_normal(4)
+    g = grad(f)
+    expected = fd_gradient(lambda x: float(g(x) @ v), (x,), 0)  # H v, H symmetric
+    _, hv = jvp(g, (x,), (v,))  # forward over reverse
+    assert np.allclose(hv, expected, rtol=1e-6, atol=1e-7)
+    rv = grad(lambda x: jvp(f, (x,), (v,))[1])(x)  # reverse over forward
+    assert np.allclose(rv, expected, rtol=1e-6, atol=1e-7)
+    rr = grad(lambda x: np.sum(grad(f)(x) * v))(x)  # reverse over reverse
+    assert np.allclose(rr, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_pullback_vjp_and_value_and_grad_inside_a_function_being_differentiated():
+    def inner(x, y):
+        return x * x * y + math.sin(y)
+
+    def by_gradient(x):
+        return gradient(inner, x, 2.0)[0] * x  # 4x · x = 4x²
+
+    def by_pullback(x):
+        y, back = pullback(inner, x, 2.0)
+        return back(3.0)[0] + y  # 12 x + 2x² + sin 2
+
+    def by_vjp(x):
+        y, f = vjp(inner, x, 2.0)
+        return f(1.0)[1]  # x² + cos 2
+
+    def by_value_and_grad(x):
+        v, g = value_and_grad(inner, argnums=(0, 1))(x, 2.0)
+        return v * g[1]  # (2x² + sin 2)(x² + cos 2)
+
+    x = 0.8
+    expected = {by_gradient: 8 * x, by_pullback: 12 + 4 * x, by_vjp: 2 * x,
+                by_value_and_grad: 4 * x * (x * x + math.cos(2)) + (2 * x * x + math.sin(2)) * 2 * x}
+    for fn, d in expected.items():
+        assert grad(fn)(x) == pytest.approx(d)
+        assert jvp(fn, (x,), (1.0,))[1] == pytest.approx(d)
+
+
+def test_grad_of_a_function_using_jvp_on_arrays():
+    w = np.array([0.5, -1.0, 2.0])
+
+    def directional(x):  # <∇ sum(sin(x)·w), w> = Σ cos(x) w²
+        return jvp(lambda z: np.sum(np.sin(z) * w), (x,), (w,))[1]
+
+    x = np.array([0.1, 0.4, -0.3])
+    assert np.allclose(grad(directional)(x), -np.sin(x) * w ** 2)
+
+
+def test_inner_gradients_of_closures_over_arrays_and_objects():
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        def loss(self, x):
+            return np.sum((self.w * x) ** 2)
+
+    def outer(w):
+        m = Model(w)
+        gx = grad(m.loss)(np.ones(3))  # 2 w² x
+        return np.sum(gx * w)  # 2 Σ w³
+
+    w = np.array([0.5, 1.5, -2.0])
+    assert np.allclose(grad(outer)(w), 6 * w ** 2)
+    assert np.allclose(jvp(outer, (w,), (np.ones(3),))[1], np.sum(6 * w ** 2))
+
+
+def test_third_derivatives_over_an_inner_gradient_in_every_order_of_outer_modes():
+    def f(x):
+        return x ** 4 * math.sin(x)
+
+    def d3(x):  # (x⁴ sin x)'''
+        return (24 * x * math.sin(x) + 36 * x * x * math.cos(x) - 12 * x ** 3 * math.sin(x)
+                - x ** 4 * math.cos(x))
+    x = 0.9
+    assert grad(grad(grad(f)))(x) == pytest.approx(d3(x))
+    assert along(grad(grad(f)))(x) == pytest.approx(d3(x))
+    assert grad(along(grad(f)))(x) == pytest.approx(d3(x))
+    assert along(along(grad(f)))(x) == pytest.approx(d3(x))
+
+
+def test_second_derivatives_through_comprehensions_and_star_calls_of_a_tuple():
+    def f(x):
+        return sum([x ** k for k in range(4)]) + math.pow(*(x, 3.0))  # 1 + x + 2x² ... + x³
+
+    assert grad(grad(f))(1.5) == pytest.approx(2 + 6 * 1.5 + 6 * 1.5)
+
+
+def test_what_nesting_does_not_reach_yet_is_refused_by_line_never_a_wrong_gradient():
+    def appends(x):
+        out = []
+        out.append(x * x)
+        return out[0]
+
+    def star(x):
+        rest = (3.0,)
+        return math.pow(x, *rest)
+
+    for f in (appends, star):
+        with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: nested differentiation"):
+            grad(grad(f))(1.5)
+
+
+# -- generated nested programs ------------------------------------------------------------
+
+UNARY = [np.sin, np.tanh, lambda u: u * u, lambda u: np.exp(0.3 * u)]
+BINARY = [lambda a, b: a * b, lambda a, b: a + 2.0 * b, lambda a, b: a - b * b]
+
+
+def program(ops):
+    """``f(x, y)``: a chain of unary and binary steps mixing the outer ``x`` and the inner
+    ``y``, with a branch and a loop."""
+    def f(x, y):
+        u = y
+        for kind, k in ops:
+            if kind == "u":
+                u = UNARY[k](u)
+            else:
+                u = BINARY[k](u, x) if u > 0 else BINARY[k](x, u)
+        return u * x + y
+    return f
+
+
+ops_strategy = st.lists(st.tuples(st.sampled_from("ub"), st.integers(0, 2)), min_size=1, max_size=5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(ops=ops_strategy, x=st.floats(-1.0, 1.0), y=st.floats(-1.0, 1.0))
+def test_generated_nested_programs_match_finite_differences_of_the_inner_gradient(ops, x, y):
+    f = program(ops)
+
+    def inner_grad(x):  # ∂f/∂y at (x, y), first order: what the outer differentiates
+        return gradient(f, x, y)[1]
+    expected = fd_gradient(lambda x: x * inner_grad(x), (x,), 0, h=1e-5)
+    for outer, inner in COMBINATIONS:
+        d = INNER[inner]
+        got = OUTER[outer](lambda x: x * d(lambda y: f(x, y), y))(x)
+        assert got == pytest.approx(expected, rel=1e-4, abs=1e-6), (outer, inner)
+
+
+# -- the depth, and what is refused -------------------------------------------------------
+
+def test_nestlevel_is_the_depth_of_differentiation():
+    seen = []
+
+    def f(x):
+        seen.append(bytegrad.nestlevel())
+        return x * x
+
+    grad(grad(f))(1.0)
+    assert max(seen) == 2
+    seen.clear()
+    along(along(f))(1.0)
+    assert max(seen) == 2
+    seen.clear()
+    grad(f)(1.0)
+    assert max(seen) == 1
+
+
+def test_an_inner_gradient_given_a_keyword_that_carries_a_gradient_is_refused_by_line():
+    def inner(x, scale=1.0):
+        return x * scale
+
+    with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: nested differentiation"):
+        grad(lambda x: gradient(inner, x, scale=x)[0])(1.0)
+
+
+def test_a_jacobian_inside_a_function_being_differentiated_is_refused_by_line():
+    with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: a Jacobian"):
+        grad(lambda x: bytegrad.jacfwd(np.sin)(x))(1.0)
