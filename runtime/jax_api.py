@@ -190,7 +190,8 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     _callable(f)
 
     @functools.wraps(f)
-    def jac(*args):
+    def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
+        g = functools.partial(f, **kw) if kw else f
         single, nums, x, ins = _inputs(args, argnums, "jacfwd")
         y = aux = None
         cols = []
@@ -201,10 +202,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                 ts = [None] * len(args)
                 for n, i in enumerate(nums):
                     ts[i] = tx if single else tx[n]
-                y, dy = jvp(f, args, ts)
+                y, dy = jvp(g, args, ts)
                 cols.append(list(_leaves(dy[0] if has_aux else dy)))
         if y is None:  # (no input elements: one plain call for the output's shape)
-            y = f(*args)
+            y = g(*args)
         if has_aux:
             y, aux = y
         outs = [_float_leaf(v, "jacfwd") for v in _leaves(y)]
@@ -246,9 +247,9 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     _callable(f)
 
     @functools.wraps(f)
-    def jac(*args):
+    def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         single, nums, x, ins = _inputs(args, argnums, "jacrev")
-        y, back = pullback(f, *args, wrt=nums)
+        y, back = pullback(f, *args, wrt=nums, **kw)
         y0, aux = y, None  # (with has_aux, the pair whose first part gets the seed)
         if has_aux:
             y, aux = _aux_pair(y, f)

@@ -29,25 +29,25 @@ def _hook(fn, x):
     return x, lambda dy: (None, None, fn(dy))
 
 
-def checkpoint(f, /, *args):
-    """``f(*args)``, differentiated without keeping ``f``'s tape: the forward pass runs
+def checkpoint(f, /, *args, **kw):
+    """``f(*args, **kw)``, differentiated without keeping ``f``'s tape: the forward pass runs
     ``f`` plainly, and the reverse pass runs it again under AD to get its pullback.
     Trades time (``f`` runs twice) for memory.  ``f`` must give the same result when
     run again: no randomness, and the arguments must not be mutated in between::
 
         y = bytegrad.checkpoint(block, h, w)   # inside a function being differentiated
     """
-    return f(*args)
+    return f(*args, **kw)
 
 
 @rule(checkpoint)
-def _checkpoint(f, /, *args):
+def _checkpoint(f, /, *args, **kw):
     outer = shadow.current()
-    y = f(*args)
+    y = f(*args, **kw)
 
     def back(dy):
         with shadow.fresh() as sh:
-            _, pb = forward(f, *args)
+            _, pb = forward(f, *args, **kw)
         g = pb(dy)
         sh.hand_on(outer)
         return (None, *g)

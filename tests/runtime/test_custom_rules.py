@@ -348,6 +348,17 @@ def test_checkpoint_gives_the_gradient_without_checkpoint():
     assert g[1] == pytest.approx(ref[1], rel=1e-12)
 
 
+@pytest.mark.regression
+def test_checkpoint_passes_keyword_arguments_on():
+    """``checkpoint(f, x, w=w)``: the keyword reaches ``f`` and gets its gradient (the rule
+    took none: a TypeError naming bytegrad's own function)."""
+    by_name = lambda x, w: np.sum(bytegrad.checkpoint(block, x, w=w) ** 2)  # noqa: E731
+    g = check_grad(by_name, arr(5), 0.7)
+    ref = bytegrad.gradient(lambda x, w: np.sum(block(x, w) ** 2), arr(5), 0.7)
+    np.testing.assert_allclose(g[0], ref[0], rtol=1e-12)
+    assert g[1] == pytest.approx(ref[1], rel=1e-12)
+
+
 def test_checkpoint_runs_the_function_again_in_the_reverse_pass():
     levels = {}
     runs = itertools.count()  # advanced by a C call, which no reverse pass undoes

@@ -208,3 +208,13 @@ def test_jvp_of_methods_classes_and_object_tangents():
     obj, dobj = jvp(P, (3.0,), (1.0,))
     assert obj == P(3.0) and dobj == {"w": 1.0}
     assert jvp(lambda q, x: q.energy(x), (p, 3.0), ({"w": 1.0}, None)) == (18.0, 9.0)  # d/dw = x²
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("jac", [bytegrad.jacfwd, bytegrad.jacrev, bytegrad.jacobian])
+def test_jacobians_pass_keyword_arguments_through(jac):
+    """As JAX's: keyword arguments reach ``f`` and get no derivative (the functions took
+    none, and the TypeError blamed the user's function)."""
+    f = lambda x, *, s, shift=0.0: np.sin(x) * s + shift  # noqa: E731
+    x = np.array([0.3, -1.2])
+    assert np.allclose(jac(f)(x, s=3.0, shift=1.0), np.diag(3.0 * np.cos(x)))
