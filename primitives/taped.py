@@ -74,7 +74,7 @@ def _signed(f, sign):
     return record, _popping(given, [(("is", 3), (), ("d", db)), (("is", 0), (), (None, None))])
 
 
-_MIXED = object()  # on the tape after operands not both floats: the back looks at their types
+_MIXED = object()  # on the tape after operands one of which is an int: the back looks at their types
 
 
 def _operands(f, grads, unrolled=None):
@@ -88,14 +88,14 @@ def _operands(f, grads, unrolled=None):
         y = f(a, b)  # (first: what raises, 1.0 / 0.0, leaves nothing on the tape)
         push(a)
         push(b)
-        if ta is not float or tb is not float:
+        if ta is int or tb is int:
             push(_MIXED)
         return y
 
     def given(b, pop, d):
         if b is _MIXED:
             b = pop()
-        elif type(b) is not float:
+        elif type(b) not in _FLOATS:
             return _slow_back(b, d)
         a = pop()
         if d is None:
@@ -103,7 +103,8 @@ def _operands(f, grads, unrolled=None):
         da, db = grads(a, b, d)
         return None, None if type(a) is int else da, None if type(b) is int else db
     record.inline = Inline((float, float), f, [0, 1])
-    return record, _popping(given, unrolled and [(("type", float), ("a",), unrolled)])
+    # (an array's element is a float64: both kinds of float take the written-out path)
+    return record, _popping(given, unrolled and [(("type", t), ("a",), unrolled) for t in (float, _F64)])
 
 
 def _quotient(a, b, d):

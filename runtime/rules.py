@@ -217,6 +217,8 @@ def _reading(field, absent):
 # What the transforms and the runtime ask about a callable (the `_Hooks` of forward.py).
 is_nondiff = _reading("nondiff", False)
 is_effectful = _reading("effectful", False)
+
+
 def is_changing(f) -> bool:
     """Whether ``f`` may change its arguments in place: marked so (`changes_arguments`), or
     without a record and called as Python code (`called_as`: a NumPy function's Python

@@ -30,7 +30,7 @@ adjoint is:
       %6 = operator.is_not(@g5, None)                # line 2
       %7 = type(%5)                                  # line 2
       %8 = operator.is_(%7, float)                   # line 2
-      br 2 unless %8
+      br 5 unless %8
       br 2 unless %6
       br 4
     2:
@@ -42,8 +42,8 @@ adjoint is:
     3:
       %11 = %4()                                     # line 2
       %12 = operator.is_not(@g4, None)               # line 2
-      br 7 unless %12
-      br 6
+      br 9 unless %12
+      br 8
     4:
       %13 = %4()                                     # line 2
       %14 = operator.mul(@g5, %5)                    # line 2
@@ -51,20 +51,32 @@ adjoint is:
       @g5 = ops.identity(None)                       # line 2
       br 3
     5:
-      %15 = ops.build_tuple(@g1, @g2)
-      return %15
-    6:
-      %16 = ops.pull(forward.Pullback, %11, @g4)     # line 2
-      @g4 = ops.identity(None)                       # line 2
-      %17 = operator.getitem(%16, 1)                 # line 2
-      @g2 = ops.identity(%17)                        # line 2
-      %18 = operator.getitem(%16, 2)                 # line 2
-      @g2 = algebra.accum(@g2, %18)                  # line 2
-      br 5
-    7:
-      %19 = mutation.runs_without_gradient(%11)      # line 2
-      br 5 unless %19
+      %15 = type(%5)                                 # line 2
+      %16 = operator.is_(%15, numpy.float64)         # line 2
+      br 2 unless %16
+      br 2 unless %6
       br 6
+    6:
+      %17 = %4()                                     # line 2
+      %18 = operator.mul(@g5, %5)                    # line 2
+      @g4 = ops.identity(%18)                        # line 2
+      @g5 = ops.identity(None)                       # line 2
+      br 3
+    7:
+      %19 = ops.build_tuple(@g1, @g2)
+      return %19
+    8:
+      %20 = ops.pull(forward.Pullback, %11, @g4)     # line 2
+      @g4 = ops.identity(None)                       # line 2
+      %21 = operator.getitem(%20, 1)                 # line 2
+      @g2 = ops.identity(%21)                        # line 2
+      %22 = operator.getitem(%20, 2)                 # line 2
+      @g2 = algebra.accum(@g2, %22)                  # line 2
+      br 7
+    9:
+      %23 = mutation.runs_without_gradient(%11)      # line 2
+      br 7 unless %23
+      br 8
 
 A generator's adjoint is a generator too, which takes a third argument: the number of
 the ``yield`` the forward generator is suspended at (None when it returned).  It starts
@@ -96,7 +108,7 @@ it, one resumption of the forward generator at a time):
       %10 = operator.is_not(@g3, None)               # line 2
       %11 = type(%9)                                 # line 2
       %12 = operator.is_(%11, float)                 # line 2
-      br 6 unless %12
+      br 9 unless %12
       br 6 unless %10
       br 8
     3:
@@ -124,6 +136,18 @@ it, one resumption of the forward generator at a time):
       %19 = %5()                                     # line 2
       %20 = operator.mul(@g3, %9)                    # line 2
       @g2 = algebra.accum(@g2, %20)                  # line 2
+      @g3 = ops.identity(None)                       # line 2
+      br 7
+    9:
+      %21 = type(%9)                                 # line 2
+      %22 = operator.is_(%21, numpy.float64)         # line 2
+      br 6 unless %22
+      br 6 unless %10
+      br 10
+    10:
+      %23 = %5()                                     # line 2
+      %24 = operator.mul(@g3, %9)                    # line 2
+      @g2 = algebra.accum(@g2, %24)                  # line 2
       @g3 = ops.identity(None)                       # line 2
       br 7
 """
