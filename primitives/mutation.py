@@ -19,7 +19,7 @@ from ..runtime.algebra import Buffer, accum
 from ..runtime.errors import where
 from ..runtime.forward import forward, run_plain
 from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
-from ..runtime.rules import effectful, nograd, rule
+from ..runtime.rules import changes_arguments, effectful, nograd, rule
 from ..runtime.shadow import current
 from ._named import by_name
 from ._util import unbroadcast
@@ -739,3 +739,7 @@ def _in_order(obj, order):
 
 effectful(op.setitem, op.delitem, setattr, delattr, object.__setattr__, np.copyto, np.ufunc.at,
           np.put, np.place, np.putmask, np.fill_diagonal)
+# (called unbound, ``list.append(xs, x)``: a method call is code known only at run time)
+changes_arguments(np.ndarray.fill, np.ndarray.put, list.append, list.extend, list.insert, list.pop,
+                  list.remove, list.reverse, list.sort, list.clear, dict.__init__, dict.update,
+                  dict.setdefault, dict.pop, dict.popitem, dict.clear)

@@ -85,7 +85,7 @@ from ._frozen import np
 
 from ..runtime.errors import where
 from ..runtime.mutation import rewrite, wrapping
-from ..runtime.rules import Lazy, nograd, nondifferentiable, rule
+from ..runtime.rules import Lazy, changes_arguments, nograd, nondifferentiable, rule
 from . import _util
 from ._named import by_name
 from ._on_import import when_imported
@@ -650,6 +650,9 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
             back, lambda dy: _names(back(dy)[1:], _NAN_TO_NUM[1:]))
     y, back = _replaced(x, nan, posinf, neginf)
     return y, lambda dy: _names(back(dy), _NAN_TO_NUM)
+
+
+changes_arguments(np.nan_to_num)  # (with copy=False)
 
 
 nondifferentiable(

@@ -23,7 +23,7 @@ from ._frozen import np
 
 from ..runtime.algebra import OneHot
 from ..runtime.mutation import rewrite
-from ..runtime.rules import nograd, rule
+from ..runtime.rules import changes_arguments, nograd, rule
 from .np_shape import _axis, _arg, differentiable_input, grad_for
 
 SCATTER_MIN = 1 << 15  # accumulations of this many elements go through the numba kernel
@@ -303,6 +303,7 @@ def _in_place(f, copying):
 rule(np.ndarray.sort, note="in place: a write of np.sort's result")(_in_place(np.ndarray.sort, _sort))
 rule(np.ndarray.partition, note="in place: a write of np.partition's result")(
     _in_place(np.ndarray.partition, _partition))
+changes_arguments(np.ndarray.sort, np.ndarray.partition)
 
 
 # ---------------------------------------------------------------- diagonals and triangles

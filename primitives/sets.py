@@ -183,7 +183,7 @@ for _f, _symbol, _base in ((op.ior, "|", None), (op.iand, "&", None), (op.ixor, 
     rule(_f, override=_base is not None, note=f"on a set of differentiable items, refused: "
          f"s = s {_symbol} t" + ("; on dicts, as d.update(e)" if _f is op.ior else ""))(
         _in_place(_f, _symbol, _base))
-changes_arguments(op.ior)
+changes_arguments(op.ior, op.iand, op.ixor)
 
 
 def _changing(f):

@@ -31,7 +31,7 @@ from ..runtime import shadow
 from ..runtime.errors import user_location
 from ..runtime.forward import forward
 from ..runtime.mutation import Effect
-from ..runtime.rules import nondifferentiable, rule
+from ..runtime.rules import changes_arguments, nondifferentiable, rule
 from .functional import as_python
 from .tasks import Task, absorbed, operands, task_gradients
 
@@ -155,6 +155,9 @@ def _submit(self, fn, /, *args, **kwargs):
     fut = TaskFuture(task)
     relay(cf.ThreadPoolExecutor.submit(self, _in_computation, sh, frozen, fn, args, kwargs, backs), fut)
     return fut, Effect(lambda _: (None, None) + task.gradients())
+
+
+changes_arguments(cf.ThreadPoolExecutor.submit)  # (the task may change what it is given)
 
 
 @rule(cf.Future.result)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .algebra import accum, unwrap
 from .shadow import current, fields
-from .watch import WATCH
+from .watch import UNCHANGED, WATCH
 
 
 class Always:
@@ -160,7 +160,7 @@ def watch_kind(t):
     WATCH.kinds.add(t)
 
 
-WATCH.watcher = watcher
+WATCH.watcher = UNCHANGED.watcher = watcher
 for _t in (np.ndarray, list, dict):
     watch_kind(_t)
 

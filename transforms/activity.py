@@ -39,6 +39,9 @@ class Activity(set):
         # the variables whose object may be changed in place (see `_Hazards`), and the
         # classes of variables that may share objects (`_Aliases`)
         self.hazard, self.aliases = set(), None
+        # the active statements whose object nothing here may change in place, nor any
+        # object it may share: not a hazard, nor of a hazard's class (`_Aliases`)
+        self.unchanged = set()
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
@@ -91,8 +94,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
         for blk in ir.blocks:
             for v, st in blk.stmts:
                 const = not isinstance(st.fn, Var)
-                may_change = isinstance(st.fn, Var) or changing(st.fn) or "out" in st.kw or \
-                    isinstance(st.fn, Global) and not settled(st.fn)
+                may_change = _may_change(st, changing, settled)
                 touched = may_change and aliases.touches(
                     _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held)
                 if touched and v not in active:
@@ -135,7 +137,22 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                     if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
                         changed |= reach(p, not strong(a))
     active.hazards = hazard
+    changed = {aliases.find(x) for x in hazard}  # (a value may share its object with another)
+    active.unchanged = {v for _, v, _ in ir.statements() if v in active and aliases.find(v) not in changed}
     return active
+
+
+def _may_change(st, changing, settled) -> bool:
+    """Whether ``st`` may change an operand in place: a callee known only at run time, one
+    that changes its arguments, or an ``out=``.  ``f(*args, **kw)`` (``ops.apply``) is
+    asked about ``f``, and its keywords, unknown here, may hold ``out=``."""
+    fn = st.fn
+    if fn is ops.apply and st.args:
+        fn = st.args[0]
+        if len(st.args) > 2:
+            return True
+    return isinstance(fn, Var) or changing(fn) or "out" in st.kw or \
+        isinstance(fn, Global) and not settled(fn)
 
 
 class _Aliases:
