@@ -17,20 +17,33 @@ def load(target: str):
         raise SystemExit(f"bytegrad: expected FILE.py:FUNC or module:FUNC, got {target!r}")
     if where.endswith(".py") or os.sep in where:
         path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            raise SystemExit(f"bytegrad: no file {where!r}; name a Python file and a function "
+                             f"in it, as FILE.py:FUNC")
         sys.path.insert(0, os.path.dirname(path))
         spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
     else:
-        mod = importlib.import_module(where)
+        try:
+            mod = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            if e.name is None or not where.startswith(e.name):
+                raise  # (the module was found; something it imports was not)
+            raise SystemExit(f"bytegrad: no module {e.name!r} to import (from {target!r}); "
+                             f"name an importable module, or a file as FILE.py:FUNC") from None
     obj = mod
     for part in name.split("."):
         if not hasattr(obj, part):
             raise SystemExit(f"bytegrad: {where} has no {name!r} ({part!r} is missing); "
                              f"name a function defined there, as FILE.py:FUNC or FILE.py:Class.method")
         obj = getattr(obj, part)
-    return getattr(obj, "__wrapped__", obj)
+    fn = getattr(obj, "__wrapped__", obj)
+    if not hasattr(fn, "__code__"):
+        raise SystemExit(f"bytegrad: {target!r} is a {type(fn).__name__}, not a function "
+                         f"defined in Python; name a function, as FILE.py:FUNC or FILE.py:Class.method")
+    return fn
 
 
 def dump_compiled(fn, stage, args, wrt) -> str:
@@ -53,7 +66,8 @@ def dump_compiled(fn, stage, args, wrt) -> str:
 
 
 def dump(fn, stages, fmt) -> str:
-    from .ir import dot, show
+    from .ir import show
+    from .ir.printer import dot, dots
     from .runtime.api import stages as stages_of
     from .runtime.jax_api import tangent_stages
     st = stages_of(fn) if set(stages) - {"tangent"} else None
@@ -63,12 +77,14 @@ def dump(fn, stages, fmt) -> str:
     for s in stages:
         ir = tangent_stages(fn).tangent if s == "tangent" else getattr(st, s)
         if fmt == "dot":
-            out.append(dot(ir, f"{s} {fn.__qualname__}"))
+            out.append((f"{s} {fn.__qualname__}", ir))
         else:
             kind = " (a generator: ops.yield_ suspends it)" * ir.meta.generator
             out.append(f"# {s} IR of {fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
                        f"{kind}\n{show(ir)}")
-    notes = task_notes(fn.__code__) if fmt == "text" else ""
+    if fmt == "dot":  # (one digraph: Graphviz draws only the first of a stream's)
+        return dot(out[0][1], out[0][0]) if len(out) == 1 else dots(out)
+    notes = task_notes(fn.__code__)
     return "\n\n".join(out) + (f"\n\n{notes}" if notes else "")
 
 

@@ -3,6 +3,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from bytegrad.__main__ import main
 
 
@@ -54,6 +56,33 @@ def test_python_dash_m_and_module_target(tmp_path):
                        env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert r.returncode == 0, r.stderr
     assert "# lifted IR of foo" in r.stdout
+
+
+def test_dump_dot_of_every_stage_is_one_picture(tmp_path, capsys):
+    import re
+    main(["ir", "dump", f"{write(tmp_path)}:foo", "--format", "dot"])
+    out = capsys.readouterr().out
+    assert out.count("digraph") == 1 and out.rstrip().endswith("}")
+    labels = re.findall(r'label="(\w+) foo";', out)
+    assert labels == ["lifted", "forward", "adjoint", "tangent"]
+    nodes = re.findall(r"^\s+(s\db\d+) \[label", out, re.M)
+    assert len(nodes) == len(set(nodes)) and {n[:2] for n in nodes} == {"s0", "s1", "s2", "s3"}
+    edges = re.findall(r"(s\db\d+) -> (s\db\d+)", out)
+    assert edges and all(a[:2] == b[:2] and b in nodes for a, b in edges)  # (within a stage)
+    assert out.count("{") == out.count("}")
+
+
+@pytest.mark.parametrize("target, says", [
+    ("{dir}/nosuch.py:f", "no file"), ("nosuch_module_xyz:f", "no module 'nosuch_module_xyz'"),
+    ("{prog}:textwrap", "not a function"), ("{prog}", "expected FILE.py:FUNC")])
+def test_a_bad_target_gets_one_line_without_a_traceback(tmp_path, target, says):
+    prog = tmp_path / "prog2.py"
+    prog.write_text("import textwrap\n")
+    t = target.format(dir=tmp_path, prog=prog)
+    r = subprocess.run([sys.executable, "-m", "bytegrad", "ir", "dump", t], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_missing_function_is_named_without_a_traceback(tmp_path):
