@@ -17,12 +17,12 @@ from .runtime.forwarddiff import forwarddiff
 from .runtime.nesting import NestingError
 from .runtime.jax_api import hessian, hvp, jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
-from . import testing, tree  # noqa: F401,E402  (bytegrad.testing, bytegrad.tree)
+from . import optim, testing, tree  # noqa: F401,E402  (bytegrad.optim, .testing, .tree)
 
 __all__ = ["gradient", "pullback", "grad", "value_and_grad", "value_and_gradient",
            "differentiable", "stages", "stop_gradient", "forward", "Pullback", "rule", "nondifferentiable",
            "UnsupportedError", "NoRuleError", "NotScalarError",
            "defrule", "RuleError", "DuplicateRuleError", "KeywordGradientError", "DepthError",
            "hook", "checkpoint", "nestlevel",
-           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "forwarddiff", "NestingError", "tree", "testing", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages",
+           "jvp", "vjp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "forwarddiff", "NestingError", "tree", "testing", "optim", "frule", "NoForwardRuleError", "ForwardModeError", "tangent_stages",
            "NotCompilableError", "explain"]

@@ -280,7 +280,7 @@ def test_readme_examples_run():
     readme = readme[:start] + readme[readme.index("\n## ", start):]
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     runnable = [b for b in blocks if "bytegrad.rule(" not in b and "jit=True" not in b]
-    assert len(runnable) == 7 and any("for k in p:" in b for b in runnable)
+    assert len(runnable) == 8 and any("for k in p:" in b for b in runnable)
     for b in runnable:
         exec(compile(b, "README.md", "exec"), {})
 
