@@ -4,8 +4,9 @@ Three workloads, each the same unmodified function for both: ``bytegrad.grad(f, 
 against ``numba.njit(f)``, timed in interleaved rounds in this process (``timer.compare``:
 the garbage collector on, the median of per-round ratios and its quartiles, BLAS and numba
 pinned to one thread).  The gradient's time is also shown without bytegrad's Python
-wrapper (the compiled function called directly), which is what the tier generates, and
-beside a gradient written by hand for numba (Rosenbrock and the nested loop).
+wrapper (the compiled function called directly, its gradient arrays allocated once), which
+is what the tier generates, and beside a gradient written by hand for numba (Rosenbrock
+and the nested loop).
 
 - first compile: a new process with an empty cache directory, numba imported first; the
   first gradient (type inference, code generation and numba's compile of it), each
@@ -110,7 +111,8 @@ def steady(name, budget):
     c = Compiled(f, (argnums,) if isinstance(argnums, int) else argnums, True, None)
     c(args, {})
     e = c.entries[_key(args)]
-    kernel = lambda: e.fused(*args, 1.0, *e.sizes)  # noqa: E731
+    buffers = [np.zeros_like(a) for a in args if isinstance(a, np.ndarray)]  # (allocated once)
+    kernel = lambda: e.fused(*args, 1.0, *e.sizes, *buffers)  # noqa: E731
     fns = {"primal": lambda: primal(*args), "grad": lambda: g(*args), "kernel": kernel}
     ratios = [("grad", "primal"), ("kernel", "primal")]
     if name in BY_HAND:
