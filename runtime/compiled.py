@@ -70,7 +70,7 @@ class _Entry:
         # (a function returning an int or a bool is piecewise constant: its gradients are
         # None, given by `Compiled.__call__`)
         self.plain = self.returns_float
-        self.sizes = (0, 0)
+        self.sizes = [0, 0]
         self.valid, self.run, self._make = _callers(self, f, args, sig, wrt, seen.values())
         self._fast = {}
 
@@ -104,7 +104,7 @@ def _callers(e, f, args, sig, wrt, reads):
       ``run``, returning what `Compiled.function`'s function returns, or _MISS."""
     from ..transforms.fused import layout
     n = len(args)
-    env = {"_e": e, "_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS, "_key": _key,
+    env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS, "_key": _key,
            "_z": np.zeros, "_MISS": _MISS}
     terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
@@ -119,12 +119,15 @@ def _callers(e, f, args, sig, wrt, reads):
             terms.append(f"type(a{k}) is _t{k}")
     for j, (g, name, was, code) in enumerate(reads):
         env[f"_g{j}"], env[f"_w{j}"] = g, was
-        terms.append(f"_g{j}.get({name!r}, _b.get({name!r})) is _w{j}")
+        # (``in`` and ``[]`` cost less than a call of ``get``: a builtin is checked as not
+        # shadowed by a global, and still there)
+        terms.append(f"_g{j}.get({name!r}) is _w{j}" if name in g else
+                     f"{name!r} not in _g{j} and _b.get({name!r}) is _w{j}")
         if code is not None:
             env[f"_k{j}"] = code
             terms.append(f"_w{j}.__code__ is _k{j}")
     unpack = [f"{''.join(f'a{k}, ' for k in range(n))}= args" if n else "pass"]
-    buffers, numbers, grads = [], [], {}  # (numbers: the places of those fused returns)
+    buffers, numbers, grads = [], [], {}  # (numbers: the locals of those fused returns)
 
     def grad_of(place, how, kind):
         if how == "array":
@@ -132,8 +135,8 @@ def _callers(e, f, args, sig, wrt, reads):
             buffers.append(f"b{len(buffers)} = _z({place}.shape, _bt{len(buffers)})")
             return f"b{len(buffers) - 1}"
         if how == "float":
-            numbers.append(place)
-            return f"r[{len(numbers)}]"
+            numbers.append(f"r{len(numbers)}")
+            return numbers[-1]
         if how is None:
             return "None"
         return "(" + "".join(grad_of(f"{place}[{k}]", h, i) + ", " for k, (h, i) in
@@ -141,17 +144,17 @@ def _callers(e, f, args, sig, wrt, reads):
     for p, how in zip(dict.fromkeys(wrt), layout(sig, wrt)):
         grads[p] = grad_of(f"a{p - 1}", how, sig[p - 1])
     gs = [grads[p] for p in wrt]
+    # (the tapes' sizes by items and an unpacking: a starred argument costs 0.1 µs)
     body = buffers + [
-        f"r = _e.fused({''.join(f'a{k}, ' for k in range(n))}1.0, *_e.sizes"
-        f"{''.join(f', b{k}' for k in range(len(buffers)))})",
-        f"_e.sizes = r[{len(numbers) + 1}:]"]
+        f"y, {''.join(x + ', ' for x in numbers)}_s[0], _s[1] = _fused({''.join(f'a{k}, ' for k in range(n))}"
+        f"1.0, _s[0], _s[1]{''.join(f', b{k}' for k in range(len(buffers)))})"]
     check = [f"if len(args) != {n}:", "    return _MISS", *unpack, f"if not ({' and '.join(terms)}):",
              "    return _MISS"]
     src = "\n".join([
         "def valid(args):", f"    if len(args) != {n}:", "        return False", *("    " + x for x in unpack),
         f"    return {' and '.join(terms)}",
         "def run(args):", *("    " + x for x in unpack + body),
-        f"    return r[0], ({''.join(g + ', ' for g in gs)})"])
+        f"    return y, ({''.join(g + ', ' for g in gs)})"])
     exec(src, env)
     return env["valid"], env["run"], lambda single, value: _fast(env, check + body, gs, single, value)
 
@@ -160,7 +163,7 @@ def _fast(env, steps, gs, single, value):
     """`_callers`' ``fast`` for ``(single, value)``: ``steps``, then the return."""
     out = gs[0] if single else "(" + "".join(g + ", " for g in gs) + ")"
     src = "\n".join(["def fast(args):", *("    " + x for x in steps),
-                     f"    return {f'r[0], {out}' if value else out}"])
+                     f"    return {f'y, {out}' if value else out}"])
     exec(src, env)
     return env["fast"]
 
