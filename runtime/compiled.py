@@ -199,8 +199,28 @@ def build(f, args, wrt) -> _Entry:
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
+        _loads_lightly(mod.fused)
         sys.modules[name] = mod
     return _Entry(f, args, mod.fused, typed, src, path, sig, wrt)
+
+
+def _loads_lightly(fused):
+    """Let numba load ``fused`` from its disk cache without first loading every
+    implementation it has for compiling (``refresh``: 0.2 s of a new process's 0.4 s to
+    the first gradient, most of it imports, SciPy's among them), which running compiled code
+    does not need; it needs the runtime (NRT) alone.  A compile, ours or the user's, still
+    refreshes (numba's compiler does, before it types anything).  Where numba's cache
+    differs from what this expects, its own path is kept."""
+    cache = getattr(fused, "_cache", None)
+    if not all(hasattr(cache, a) for a in ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")):
+        return
+    from numba.core.runtime import rtsys
+
+    def load_overload(sig, target_context):
+        rtsys.initialize(target_context)
+        with cache._guard_against_spurious_io_errors():
+            return cache._load_overload(sig, target_context)
+    cache.load_overload = load_overload
 
 
 class Compiled:

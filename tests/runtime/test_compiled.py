@@ -217,6 +217,32 @@ def test_a_new_process_reuses_the_disk_cache(cache):
     assert float(runs[0][0]) == float(runs[1][0]) == bytegrad.grad(ode, 0)(0.5, 1.2, 0.7)
 
 
+def test_after_a_gradient_from_the_disk_cache_numba_and_the_tier_still_compile(cache):
+    # (the cached gradient loads without numba's full setup, which a compile then does)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(HERE, '..')!r})
+        import numpy as np
+        import bytegrad
+        from compiled_programs import ode, rosenbrock
+        g = bytegrad.grad(ode, (0, 1, 2), jit=True)(0.5, 1.2, 0.7)
+        if sys.argv[1] == "then-compile":
+            import numba
+            h = numba.njit(lambda x: np.sum(np.sin(x)) + np.dot(x, x))
+            x = np.linspace(0.1, 1.0, 5)
+            assert abs(h(x) - (np.sum(np.sin(x)) + x @ x)) < 1e-12
+            r = bytegrad.grad(lambda x: rosenbrock(x) * 2.0, jit=True)(x)
+            assert np.allclose(r, 2.0 * bytegrad.grad(rosenbrock)(x), rtol=1e-12)
+        print(g[0], g[1], g[2])
+    """)
+    env = dict(os.environ, BYTEGRAD_CACHE=cache)
+    runs = [subprocess.run([sys.executable, "-c", script, step], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for step in ("warm-up", "then-compile")]
+    assert runs[0] == runs[1]
+    want = bytegrad.grad(ode, (0, 1, 2))(0.5, 1.2, 0.7)
+    assert all(float(a) == b for a, b in zip(runs[1], want))
+
+
 def _files(root):
     """Every file under ``root`` with the time it was last written."""
     return {os.path.relpath(os.path.join(d, f), root): os.stat(os.path.join(d, f)).st_mtime_ns
