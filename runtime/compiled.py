@@ -97,15 +97,15 @@ def _callers(e, f, args, sig, wrt, reads):
     - ``valid(args)``: whether a call with ``args`` may take ``e``: the same types, the
       function's code and each global read unchanged (a global that names a function: its
       code too);
-    - ``run(args)``: ``(value, gradients)``: fresh zeroed arrays for the array gradients,
-      which ``e.fused`` adds into, and the numbers it returns, laid out like the arguments
+    - ``run(args)``: ``(value, gradients)``: fresh arrays for the array gradients, which
+      ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the arguments
       in ``wrt``;
     - ``make(single, value)``: ``fast(args)``, the checks of ``valid`` then the steps of
       ``run``, returning what `Compiled.function`'s function returns, or _MISS."""
     from ..transforms.fused import layout
     n = len(args)
     env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS, "_key": _key,
-           "_z": np.zeros, "_MISS": _MISS}
+           "_z": np.empty, "_MISS": _MISS}
     terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
