@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..transforms.typed import (BOOL, F32, F64, I64, Array, NotCompilableError, ScalarFn, Tuple, infer,
-                                is_float, of_value)
+from ..transforms.typed import BOOL, F32, F64, I64, NotCompilableError, ScalarFn, infer, is_float, of_value
 
 _BUILTINS = vars(builtins)
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
@@ -66,10 +65,9 @@ class _Entry:
         seen = {}
         for g, name, value in typed.reads:
             seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
-        self.returns_float = is_float(_return_type(typed))
         # (a function returning an int or a bool is piecewise constant: its gradients are
-        # None, given by `Compiled.__call__`)
-        self.plain = self.returns_float
+        # None, which `Compiled.__call__` gives)
+        self.returns_float = is_float(_return_type(typed))
         self.sizes = [0, 0]
         self.valid, self.run, self._make = _callers(self, f, args, sig, wrt, seen.values())
         self._fast = {}
@@ -91,21 +89,21 @@ _MISS = object()
 
 
 def _callers(e, f, args, sig, wrt, reads):
-    """``(valid, run, make)`` for entry ``e``, each one generated function (a
-    call costs what its checks and steps cost, no loop, no dispatch):
+    """``(valid, run, make)`` for entry ``e``, each one generated function (a call costs
+    what its checks and steps cost, no loop, no dispatch):
 
     - ``valid(args)``: whether a call with ``args`` may take ``e``: the same types, the
       function's code and each global read unchanged (a global that names a function: its
       code too);
     - ``run(args)``: ``(value, gradients)``: fresh arrays for the array gradients, which
-      ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the arguments
-      in ``wrt``;
+      ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the
+      arguments in ``wrt`` (None for an int or a bool);
     - ``make(single, value)``: ``fast(args)``, the checks of ``valid`` then the steps of
       ``run``, returning what `Compiled.function`'s function returns, or _MISS."""
     from ..transforms.fused import layout
     n = len(args)
-    env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS, "_key": _key,
-           "_z": np.empty, "_MISS": _MISS}
+    env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray,
+           "_b": _BUILTINS, "_key": _key, "_z": np.empty, "_MISS": _MISS}
     terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
@@ -119,8 +117,8 @@ def _callers(e, f, args, sig, wrt, reads):
             terms.append(f"type(a{k}) is _t{k}")
     for j, (g, name, was, code) in enumerate(reads):
         env[f"_g{j}"], env[f"_w{j}"] = g, was
-        # (``in`` and ``[]`` cost less than a call of ``get``: a builtin is checked as not
-        # shadowed by a global, and still there)
+        # (a builtin: not shadowed by a global, by ``in``, which costs less than a call of
+        # ``get``, and still there)
         terms.append(f"_g{j}.get({name!r}) is _w{j}" if name in g else
                      f"{name!r} not in _g{j} and _b.get({name!r}) is _w{j}")
         if code is not None:
@@ -151,7 +149,8 @@ def _callers(e, f, args, sig, wrt, reads):
     check = [f"if len(args) != {n}:", "    return _MISS", *unpack, f"if not ({' and '.join(terms)}):",
              "    return _MISS"]
     src = "\n".join([
-        "def valid(args):", f"    if len(args) != {n}:", "        return False", *("    " + x for x in unpack),
+        "def valid(args):", f"    if len(args) != {n}:", "        return False",
+        *("    " + x for x in unpack),
         f"    return {' and '.join(terms)}",
         "def run(args):", *("    " + x for x in unpack + body),
         f"    return y, ({''.join(g + ', ' for g in gs)})"])
@@ -212,7 +211,8 @@ def _loads_lightly(fused):
     refreshes (numba's compiler does, before it types anything).  Where numba's cache
     differs from what this expects, its own path is kept."""
     cache = getattr(fused, "_cache", None)
-    if not all(hasattr(cache, a) for a in ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")):
+    needs = ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    if not all(hasattr(cache, a) for a in needs):
         return
     from numba.core.runtime import rtsys
 
@@ -250,7 +250,7 @@ class Compiled:
             except NotCompilableError as err:
                 e = err
             self.entries[key] = e
-        if e.__class__ is _Entry and e.plain and self.form is not None:
+        if e.__class__ is _Entry and e.returns_float and self.form is not None:
             self.fast = e.fast(self.form)
         return e
 
