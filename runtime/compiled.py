@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..transforms.typed import (BOOL, F32, F64, I64, Array, NotCompilableError, ScalarFn, Tuple, infer,
-                                is_float, of_value)
+from ..transforms.typed import BOOL, F32, F64, I64, NotCompilableError, ScalarFn, infer, is_float, of_value
 
 _BUILTINS = vars(builtins)
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
@@ -57,53 +56,115 @@ def _key(args) -> tuple:
 
 
 class _Entry:
-    """A compiled gradient for one signature: the numba function, the globals it read,
-    and the numbers of values the last call pushed on its tapes (the next allocates them
-    at that size)."""
+    """A compiled gradient for one signature: the numba function, the globals it read, the
+    numbers of values the last call pushed on its tapes (the next allocates them at that
+    size), and the Python functions around it (see `_callers`)."""
 
     def __init__(self, f, args, fused, typed, source, path, sig, wrt):
         self.fused, self.typed, self.source, self.path = fused, typed, source, path
-        # (the gradients the dynamic tier gives as None: of ints and bools, and all of them
-        # for a function returning an int or bool, piecewise constant)
-        self.plain = all(is_float(sig[i - 1]) or isinstance(sig[i - 1], (Array, Tuple)) for i in wrt)
         seen = {}
         for g, name, value in typed.reads:
             seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
-        self.valid = _validator(f, args, seen.values())
+        # (a function returning an int or a bool is piecewise constant: its gradients are
+        # None, which `Compiled.__call__` gives)
         self.returns_float = is_float(_return_type(typed))
-        self.plain = self.plain and self.returns_float
-        self.sizes = (0, 0)  # (the numbers of values the last call pushed on its tapes)
+        self.sizes = [0, 0]
+        self.valid, self.run, self._make = _callers(self, f, args, sig, wrt, seen.values())
+        self._fast = {}
 
     def __call__(self, args):
-        r = self.fused(*args, 1.0, *self.sizes)
-        self.sizes = r[-2:]
-        return r[0], r[1:-2]
+        """``(value, gradients in the order of wrt)``, None for an int or a bool."""
+        return self.run(args)
+
+    def fast(self, form):
+        """``fast(args)``: what the function that `Compiled.function` makes for ``form``
+        (``(single, value)``) returns, or _MISS when ``args`` do not fit this entry."""
+        made = self._fast.get(form)
+        if made is None:
+            made = self._fast[form] = self._make(*form)
+        return made
 
 
-def _validator(f, args, reads):
-    """``valid(args)``: whether a call with ``args`` may take the entry made for this one:
-    the same types, the function's code and each global read unchanged (a global that
-    names a function: its code too), in one generated expression (cheaper than a loop)."""
-    env = {"_f": f, "_c": f.__code__, "_nd": np.ndarray, "_b": _BUILTINS}
-    terms = [f"len(args) == {len(args)}", "_f.__code__ is _c"]
+_MISS = object()
+
+
+def _callers(e, f, args, sig, wrt, reads):
+    """``(valid, run, make)`` for entry ``e``, each one generated function (a call costs
+    what its checks and steps cost, no loop, no dispatch):
+
+    - ``valid(args)``: whether a call with ``args`` may take ``e``: the same types, the
+      function's code and each global read unchanged (a global that names a function: its
+      code too);
+    - ``run(args)``: ``(value, gradients)``: fresh arrays for the array gradients, which
+      ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the
+      arguments in ``wrt`` (None for an int or a bool);
+    - ``make(single, value)``: ``fast(args)``, the checks of ``valid`` then the steps of
+      ``run``, returning what `Compiled.function`'s function returns, or _MISS."""
+    from ..transforms.fused import layout
+    n = len(args)
+    env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray,
+           "_b": _BUILTINS, "_key": _key, "_z": np.empty, "_MISS": _MISS}
+    terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
             env[f"_d{k}"] = a.dtype
-            terms.append(f"type(args[{k}]) is _nd and args[{k}].dtype is _d{k} and args[{k}].ndim == {a.ndim}")
+            terms.append(f"type(a{k}) is _nd and a{k}.dtype is _d{k} and a{k}.ndim == {a.ndim}")
         elif type(a) is tuple:
             env[f"_t{k}"] = _key(a)
-            terms.append(f"type(args[{k}]) is tuple and _key(args[{k}]) == _t{k}")
+            terms.append(f"type(a{k}) is tuple and _key(a{k}) == _t{k}")
         else:
             env[f"_t{k}"] = type(a)
-            terms.append(f"type(args[{k}]) is _t{k}")
-    env["_key"] = _key
+            terms.append(f"type(a{k}) is _t{k}")
     for j, (g, name, was, code) in enumerate(reads):
         env[f"_g{j}"], env[f"_w{j}"] = g, was
-        terms.append(f"_g{j}.get({name!r}, _b.get({name!r})) is _w{j}")
+        # (a builtin: not shadowed by a global, by ``in``, which costs less than a call of
+        # ``get``, and still there)
+        terms.append(f"_g{j}.get({name!r}) is _w{j}" if name in g else
+                     f"{name!r} not in _g{j} and _b.get({name!r}) is _w{j}")
         if code is not None:
             env[f"_k{j}"] = code
             terms.append(f"_w{j}.__code__ is _k{j}")
-    return eval(f"lambda args: {' and '.join(terms)}", env)
+    unpack = [f"{''.join(f'a{k}, ' for k in range(n))}= args" if n else "pass"]
+    buffers, numbers, grads = [], [], {}  # (numbers: the locals of those fused returns)
+
+    def grad_of(place, how, kind):
+        if how == "array":
+            env[f"_bt{len(buffers)}"] = np.dtype(kind.dtype)
+            buffers.append(f"b{len(buffers)} = _z({place}.shape, _bt{len(buffers)})")
+            return f"b{len(buffers) - 1}"
+        if how == "float":
+            numbers.append(f"r{len(numbers)}")
+            return numbers[-1]
+        if how is None:
+            return "None"
+        return "(" + "".join(grad_of(f"{place}[{k}]", h, i) + ", " for k, (h, i) in
+                             enumerate(zip(how, kind.items))) + ")"
+    for p, how in zip(dict.fromkeys(wrt), layout(sig, wrt)):
+        grads[p] = grad_of(f"a{p - 1}", how, sig[p - 1])
+    gs = [grads[p] for p in wrt]
+    # (the tapes' sizes by items and an unpacking: a starred argument costs 0.1 µs)
+    body = buffers + [
+        f"y, {''.join(x + ', ' for x in numbers)}_s[0], _s[1] = _fused({''.join(f'a{k}, ' for k in range(n))}"
+        f"1.0, _s[0], _s[1]{''.join(f', b{k}' for k in range(len(buffers)))})"]
+    check = [f"if len(args) != {n}:", "    return _MISS", *unpack, f"if not ({' and '.join(terms)}):",
+             "    return _MISS"]
+    src = "\n".join([
+        "def valid(args):", f"    if len(args) != {n}:", "        return False",
+        *("    " + x for x in unpack),
+        f"    return {' and '.join(terms)}",
+        "def run(args):", *("    " + x for x in unpack + body),
+        f"    return y, ({''.join(g + ', ' for g in gs)})"])
+    exec(src, env)
+    return env["valid"], env["run"], lambda single, value: _fast(env, check + body, gs, single, value)
+
+
+def _fast(env, steps, gs, single, value):
+    """`_callers`' ``fast`` for ``(single, value)``: ``steps``, then the return."""
+    out = gs[0] if single else "(" + "".join(g + ", " for g in gs) + ")"
+    src = "\n".join(["def fast(args):", *("    " + x for x in steps),
+                     f"    return {f'y, {out}' if value else out}"])
+    exec(src, env)
+    return env["fast"]
 
 
 def _return_type(typed):
@@ -137,8 +198,29 @@ def build(f, args, wrt) -> _Entry:
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
+        _loads_lightly(mod.fused)
         sys.modules[name] = mod
     return _Entry(f, args, mod.fused, typed, src, path, sig, wrt)
+
+
+def _loads_lightly(fused):
+    """Let numba load ``fused`` from its disk cache without first loading every
+    implementation it has for compiling (``refresh``: 0.2 s of a new process's 0.4 s to
+    the first gradient, most of it imports, SciPy's among them), which running compiled code
+    does not need; it needs the runtime (NRT) alone.  A compile, ours or the user's, still
+    refreshes (numba's compiler does, before it types anything).  Where numba's cache
+    differs from what this expects, its own path is kept."""
+    cache = getattr(fused, "_cache", None)
+    needs = ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    if not all(hasattr(cache, a) for a in needs):
+        return
+    from numba.core.runtime import rtsys
+
+    def load_overload(sig, target_context):
+        rtsys.initialize(target_context)
+        with cache._guard_against_spurious_io_errors():
+            return cache._load_overload(sig, target_context)
+    cache.load_overload = load_overload
 
 
 class Compiled:
@@ -148,7 +230,8 @@ class Compiled:
     def __init__(self, f, wanted, jit, dynamic):
         self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
         self.entries = {}  # `_key` of the arguments → _Entry, or the refusal
-        self.last = None  # the entry the last call took, when it gives gradients as they are
+        self.form = None  # (single, value) of the function `function` made
+        self.fast = _missing  # the fast path of the entry the last call took (see `function`)
 
     def entry(self, args):
         if not isinstance(self.f, types.FunctionType):
@@ -167,8 +250,8 @@ class Compiled:
             except NotCompilableError as err:
                 e = err
             self.entries[key] = e
-        if e.__class__ is _Entry and e.plain:
-            self.last = e
+        if e.__class__ is _Entry and e.returns_float and self.form is not None:
+            self.fast = e.fast(self.form)
         return e
 
     def __call__(self, args, kw):
@@ -185,21 +268,20 @@ class Compiled:
         y, gs = e(args)
         if not e.returns_float:  # piecewise constant: no gradient
             return _as_returned(y, e), (None,) * len(self.wanted)
-        return y, tuple(_as_given(g, args[i]) for g, i in zip(gs, self.wanted))
+        return y, gs
 
     def function(self, single, value=True):
-        """The function `value_and_grad` (``value``) or `grad` returns: the common case (a
-        gradient compiled for such arguments, the globals it read unchanged) in as few
-        steps as Python allows, any other by `__call__`."""
+        """The function `value_and_grad` (``value``) or `grad` returns: the common case
+        (arguments of the types of the last call's, the globals it read unchanged) by the
+        last entry's fast path, one generated function, any other by `__call__`."""
         slow = self.__call__
+        self.form = (single, value)
 
         def vg(*args, **kw):
-            e = self.last
-            if e is not None and not kw and e.valid(args):
-                r = e.fused(*args, 1.0, *e.sizes)
-                e.sizes = r[-2:]
-                gs = r[1] if single else r[1:-2]
-                return (r[0], gs) if value else gs
+            if not kw:
+                r = self.fast(args)
+                if r is not _MISS:
+                    return r
             y, gs = slow(args, kw)
             gs = gs[0] if single else gs
             return (y, gs) if value else gs
@@ -210,13 +292,8 @@ def _as_returned(y, e):
     return int(y) if _return_type(e.typed) == I64 else bool(y) if _return_type(e.typed) == BOOL else y
 
 
-def _as_given(g, a):
-    """A gradient the way the dynamic tier gives it: None for an int or bool."""
-    if isinstance(a, (bool, int, np.integer, np.bool_)):
-        return None
-    if isinstance(a, tuple):
-        return tuple(_as_given(gi, ai) for gi, ai in zip(g, a))
-    return g
+def _missing(args):
+    return _MISS
 
 
 def explain(f, *args, argnums=0) -> str:

@@ -217,6 +217,32 @@ def test_a_new_process_reuses_the_disk_cache(cache):
     assert float(runs[0][0]) == float(runs[1][0]) == bytegrad.grad(ode, 0)(0.5, 1.2, 0.7)
 
 
+def test_after_a_gradient_from_the_disk_cache_numba_and_the_tier_still_compile(cache):
+    # (the cached gradient loads without numba's full setup, which a compile then does)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(HERE, '..')!r})
+        import numpy as np
+        import bytegrad
+        from compiled_programs import ode, rosenbrock
+        g = bytegrad.grad(ode, (0, 1, 2), jit=True)(0.5, 1.2, 0.7)
+        if sys.argv[1] == "then-compile":
+            import numba
+            h = numba.njit(lambda x: np.sum(np.sin(x)) + np.dot(x, x))
+            x = np.linspace(0.1, 1.0, 5)
+            assert abs(h(x) - (np.sum(np.sin(x)) + x @ x)) < 1e-12
+            r = bytegrad.grad(lambda x: rosenbrock(x) * 2.0, jit=True)(x)
+            assert np.allclose(r, 2.0 * bytegrad.grad(rosenbrock)(x), rtol=1e-12)
+        print(g[0], g[1], g[2])
+    """)
+    env = dict(os.environ, BYTEGRAD_CACHE=cache)
+    runs = [subprocess.run([sys.executable, "-c", script, step], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for step in ("warm-up", "then-compile")]
+    assert runs[0] == runs[1]
+    want = bytegrad.grad(ode, (0, 1, 2))(0.5, 1.2, 0.7)
+    assert all(float(a) == b for a, b in zip(runs[1], want))
+
+
 def _files(root):
     """Every file under ``root`` with the time it was last written."""
     return {os.path.relpath(os.path.join(d, f), root): os.stat(os.path.join(d, f)).st_mtime_ns
@@ -289,3 +315,57 @@ def test_arguments_the_tier_does_not_take_are_named():
     with pytest.raises(bytegrad.NotCompilableError, match="ndarray of int64 in 1 dimensions"):
         bytegrad.grad(lambda x, n: x * n[0], jit=True)(2.0, np.arange(3))
     assert "the dynamic tier" in bytegrad.explain(np.sin, 1.0)
+
+
+def _matvec(A, x):
+    t = 0.0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            t += A[i, j] * x[j]
+    return t
+
+
+def test_the_fast_path_hands_out_fresh_arrays_apart_from_the_arguments_and_each_other():
+    rng = np.random.default_rng(1)
+    A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    g = bytegrad.grad(_matvec, (0, 1), jit=True)
+    first = g(A, x)
+    second = g(A, x)  # (the fast path: the types of the last call's)
+    for gA, gx in (first, second):
+        assert np.array_equal(gA, np.broadcast_to(x, (3, 4))) and np.allclose(gx, A.sum(0))
+        for a in (gA, gx):
+            assert a.flags.writeable and a.flags.owndata
+            assert not any(np.shares_memory(a, b) for b in (A, x, *first, *second) if b is not a)
+    first[0][:] = 7.0  # (changing one result leaves the next alone)
+    assert np.array_equal(g(A, x)[0], second[0])
+
+
+def test_changed_argument_types_take_another_compiled_gradient():
+    g = bytegrad.value_and_grad(_matvec, (0, 1), jit=True)
+    rng = np.random.default_rng(2)
+    A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    for args in [(A, x), (A.astype(np.float32), x.astype(np.float32)), (A, x), (A[:, ::2], x[::2]),
+                 (A.astype(np.float32), x)]:
+        y, (gA, gx) = g(*args)
+        assert gA.dtype == args[0].dtype and gx.dtype == args[1].dtype
+        assert gA.shape == args[0].shape and gx.shape == args[1].shape
+        assert np.isclose(y, _matvec(*args), rtol=1e-5)
+        assert np.allclose(gA, np.broadcast_to(args[1], args[0].shape)) and np.allclose(gx, args[0].sum(0), rtol=1e-5)
+    with pytest.raises(bytegrad.NotCompilableError):
+        g(A, [1.0, 2.0, 3.0, 4.0])  # (a list: refused, where the fast path could not take it)
+
+
+@pytest.mark.regression
+def test_an_int_in_a_tuple_gets_none_on_every_call():
+    # The fast path returned the compiled function's 0 for the int, the first call None.
+    def f(t):
+        x, n = t
+        s = 0.0
+        for i in range(n):
+            s += x[i] * x[i]
+        return s
+    x = np.arange(4.0)
+    g = bytegrad.grad(f, jit=True)
+    for _ in range(3):
+        gx, gn = g((x, 3))
+        assert gn is None and np.array_equal(gx, [0.0, 2.0, 4.0, 0.0])
