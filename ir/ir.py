@@ -24,7 +24,7 @@ globals, then builtins) or any other Python object, which is a constant.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -159,6 +159,8 @@ class Meta:
     varkw: bool = False
     freevars: tuple = ()
     generator: bool = False  # its code yields: calling it makes a generator
+    # the source's names of values (a Var or the adjoint's Slot → a local's name), for pictures
+    names: dict = field(default_factory=dict)
 
 
 class IR:
@@ -264,7 +266,7 @@ def show(ir) -> str:
 
 def copy(ir: IR) -> IR:
     """A structurally independent copy with fresh variables (same numbers)."""
-    new = IR(ir.meta)
+    new = IR(replace(ir.meta, names={}))
     new.blocks = []
     env = {}
 
@@ -280,4 +282,5 @@ def copy(ir: IR) -> IR:
                                 [(v(x), st.map(v)) for x, st in blk.stmts],
                                 [br.map(v) for br in blk.branches]))
     new._nvars = ir._nvars
+    new.meta.names.update((env[x], n) for x, n in ir.meta.names.items() if x in env)
     return new

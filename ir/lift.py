@@ -158,14 +158,22 @@ class _Lifter:
             else:
                 stack.append(self.ir.argument(b))
         env = {n: self.ir.argument(b) for n in self.names}
+        for n, v in env.items():
+            self._named(v, n)
         self.joined.update(env.values())
         return stack, env
+
+    def _named(self, v, name):
+        if isinstance(v, Var) and not name.startswith((".", "$")):  # (not a comprehension's own)
+            self.ir.meta.names.setdefault(v, name)
 
     # -- driver --------------------------------------------------------------
     def run(self) -> IR:
         ir, m = self.ir, self.ir.meta
         self.self_ = ir.argument(0)
         env = {n: ir.argument(0) for n in m.argnames}
+        for n, v in env.items():
+            self._named(v, n)
         if EXC in self.names:
             env[EXC] = None
         self.cur = 0
@@ -275,6 +283,7 @@ class _Lifter:
 
     def op_STORE_FAST(self, arg, stack, env, bb):
         env[arg] = stack.pop()
+        self._named(env[arg], arg)
 
     def op_DELETE_FAST(self, arg, stack, env, bb):
         self._local(env, arg)

@@ -1,6 +1,8 @@
 """Graphviz pictures of an IR (its text form is `ir.show`)."""
 from __future__ import annotations
 
+import re
+
 from .ir import block_lines, fmt
 
 
@@ -29,6 +31,19 @@ def _digraph(title, lines):
                       *lines, "}"])
 
 
+def _legend(ir, prefix, indent):
+    """A box naming the values of the picture that have a name in the source (``%5 h``,
+    ``@g5`` its gradient) and the tape's push and pop; none where nothing is named."""
+    defined = {id(v) for blk in ir.blocks for v in [*blk.args, *(x for x, _ in blk.stmts)]}
+    named = [(repr(v), n) for v, n in ir.meta.names.items() if id(v) in defined]
+    if not named:
+        return []
+    named.sort(key=lambda t: (t[0][0], int(re.sub(r"\D", "", t[0]) or 0)))
+    rows = [f"{t}  {'the gradient of ' + n if t.startswith('@') else n}" for t, n in named]
+    label = "\\l".join(_esc(r) for r in ["names in the source:"] + rows) + "\\l"
+    return [f'{indent}{prefix}names [shape=note label="{label}"];']
+
+
 def _blocks(ir, prefix, indent):
     out = []
     for b in range(len(ir.blocks)):
@@ -38,4 +53,4 @@ def _blocks(ir, prefix, indent):
             if br.kind == "br":
                 label = f' [label="unless {_esc(fmt(br.cond))}"]' if br.cond is not None else ""
                 out.append(f"{indent}{prefix}{b} -> {prefix}{br.target}{label};")
-    return out
+    return out + _legend(ir, prefix, indent)

@@ -72,6 +72,21 @@ def test_dump_dot_of_every_stage_is_one_picture(tmp_path, capsys):
     assert out.count("{") == out.count("}")
 
 
+def test_dot_pictures_name_the_sources_values(tmp_path, capsys):
+    import re
+    main(["ir", "dump", f"{write(tmp_path)}:foo", "--format", "dot"])
+    legends = dict(re.findall(r"(s\d)bnames \[shape=note label=\"(.*?)\"\];", capsys.readouterr().out))
+    rows = {k: v.split("\\l") for k, v in legends.items()}
+    assert {"%2  x", "%3  n"} <= set(rows["s0"])                   # lifted: the parameters
+    assert any(r.endswith("  i") for r in rows["s0"])              # and the loop's counter
+    assert "%5  push: onto the tape" in rows["s1"]                 # forward
+    assert "@g2  the gradient of x" in rows["s2"]                  # adjoint: slots, the pop
+    assert any(r.endswith("pop: the tape's next entry, last first") for r in rows["s2"])
+    for k, r in rows.items():  # each value named once: stale names of dropped values are left out
+        tokens = [x.split("  ")[0] for x in r[1:] if x]
+        assert len(tokens) == len(set(tokens)), (k, r)
+
+
 @pytest.mark.parametrize("target, says", [
     ("{dir}/nosuch.py:f", "no file"), ("nosuch_module_xyz:f", "no module 'nosuch_module_xyz'"),
     ("{prog}:textwrap", "not a function"), ("{prog}", "expected FILE.py:FUNC")])

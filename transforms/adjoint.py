@@ -189,6 +189,7 @@ class _Adjoint:
             self.stop = self.adj.argument(0)
         # in the order of definition, not of the variables' addresses: the same code every run
         self.slots = {v: Slot(f"g{v.id}") for v in sorted(active, key=lambda v: v.id)}
+        self.adj.meta.names.update((s, m.names[v]) for v, s in self.slots.items() if v in m.names)
         self.start = {}
 
     def slot(self, x):
@@ -369,6 +370,7 @@ class _Adjoint:
         ir = self.ir
         self.cur = 0
         self.pop = self.emit(getattr, self.emit(reversed, self.tape), "__next__")
+        self.adj.meta.names[self.pop] = "pop: the tape's next entry, last first"
         for s in self.slots.values():
             self.emit(ops.identity, None, dest=s)
         r = return_block(ir)

@@ -107,6 +107,7 @@ def register(ir, active, hooks) -> IR:
     line = m.firstlineno
     tape = fwd.push(0, Stmt(list, (), None, line))
     push = fwd.push(0, Stmt(getattr, (tape, "append"), None, line))
+    fwd.meta.names.update({tape: "the tape", push: "push: onto the tape"})
     if m.generator:  # a generator hands its tape over when it is made, before any code of its own
         fwd.push(0, Stmt(ops.yield_, (tape,), None, line))
     sites = yield_sites(ir)
@@ -157,4 +158,5 @@ def register(ir, active, hooks) -> IR:
                 y = fwd.push(b, Stmt(ops.build_tuple, (new.args[0], tape), None, br.line))
                 new.args = [y]
             fwd.branch(b, new)
+    fwd.meta.names.update((env[v], n) for v, n in m.names.items() if isinstance(env.get(v), Var))
     return fwd
