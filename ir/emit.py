@@ -375,17 +375,15 @@ class _Emitter:
         self.out.append(end)
 
     def watch(self, args, line):
-        """``ops.watch`` with its test inline (only ``W.all`` where ``W.kinds`` is a frozen
-        empty set); when it has work to do, the watcher is called directly:
-        ``W.watcher(pb, y, (f, a, …))``."""
+        """``ops.watch`` with its test inline; when it has work to do, the watcher is
+        called directly: ``W.watcher(pb, y, (f, a, …))``."""
         w, args = args[0], args[1:]
         slow, end = Label(), Label()
-        if w.kinds or type(w.kinds) is not frozenset:  # (no kind can join a frozen empty set)
-            self.call(type, args[1:2], {}, line)
-            self.load(w, line)
-            self.put(WRITER.load_attr("kinds"), line)
-            self.i("CONTAINS_OP", 0, line)
-            self.put(WRITER.jump_if(True, slow, forward=True), line)
+        self.call(type, args[1:2], {}, line)
+        self.load(w, line)
+        self.put(WRITER.load_attr("kinds"), line)
+        self.i("CONTAINS_OP", 0, line)
+        self.put(WRITER.jump_if(True, slow, forward=True), line)
         self.load(w, line)
         self.put(WRITER.load_attr("all"), line)
         self.put(WRITER.jump_if(True, slow, forward=True), line)

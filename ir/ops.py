@@ -510,8 +510,7 @@ def watch(w, pb, y, /, *operands, **kw):
     """``%p2 = ops.watch(W, %p, %y, f, %a, …, k=%b)``: the pullback ``%p`` of ``%y = f(%a, …, k=%b)``,
     or ``W.watcher``'s wrapper of it when the type of ``%y`` is in ``W.kinds`` (it may be
     mutated later) or ``W.all`` is set (an operand may have been).  ``W`` is the
-    runtime's state, a constant here: the IR knows none (``WATCH``, or ``UNCHANGED``,
-    whose ``kinds`` is empty, for a value the activity analysis found nothing changes).  The emitter inlines the
+    runtime's state, a constant here: the IR knows none.  The emitter inlines the
     test, so the common case costs no call.  The register pass puts it after each
     active call (its module docstring shows the forward IR).
     """

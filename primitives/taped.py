@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from ._frozen import math
 import operator as op
-import types
 
 from ._frozen import np
 
@@ -28,7 +27,7 @@ from ..ir.ops import Inline, InlineBack, watch
 from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
-from ..runtime.watch import UNCHANGED, WATCH
+from ..runtime.watch import WATCH
 from ._util import zero_cotangent
 from .math import _UNARY
 from .operators import int_power_grad
@@ -37,11 +36,10 @@ _F64 = np.float64
 _NONES = (None,) * 4
 
 
-def _slow(push, w, f, *args):
-    """The call through ``f``'s ordinary rule, its pullback on the tape (watched by
-    ``w``: see `ops.watch`)."""
+def _slow(push, f, *args):
+    """The call through ``f``'s ordinary rule, its pullback on the tape."""
     y, pb = RULES[f].fn(*args)
-    push(watch(w, pb, y, f, *args))
+    push(watch(WATCH, pb, y, f, *args))
     return y
 
 
@@ -57,10 +55,10 @@ _REAL = _FLOATS | {int}  # (not bool, complex, nor float32: they take the rule)
 
 def _signed(f, sign):
     """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds."""
-    def record(push, a, b, w=WATCH):
+    def record(push, a, b):
         ta, tb = type(a), type(b)
         if ta not in _REAL or tb not in _REAL:
-            return _slow(push, w, f, a, b)
+            return _slow(push, f, a, b)
         push((ta is not int) + 2 * (tb is not int))  # which are floats: 0-3
         return a + b if sign > 0 else a - b
 
@@ -83,10 +81,10 @@ def _operands(f, grads, unrolled=None):
     """``a * b``-like: the derivatives need the operands; ``grads(a, b, d)`` gives
     ``(da, db)`` for floats; ``unrolled`` is the same as expressions over ``a``, ``b``
     (``k``) and ``d`` (see `InlineBack`)."""
-    def record(push, a, b, w=WATCH):
+    def record(push, a, b):
         ta, tb = type(a), type(b)
         if ta not in _REAL or tb not in _REAL:
-            return _slow(push, w, f, a, b)
+            return _slow(push, f, a, b)
         y = f(a, b)  # (first: what raises, 1.0 / 0.0, leaves nothing on the tape)
         push(a)
         push(b)
@@ -119,13 +117,13 @@ def _quotient(a, b, d):
 
 def _power(f):
     """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
-    def record(push, a, n, w=WATCH):
+    def record(push, a, n):
         if type(a) in _FLOATS and type(n) is int:
             y = a ** n  # (first: 0.0 ** -1 raises)
             push(a)
             push(n)
             return y
-        return _slow(push, w, f, a, n)
+        return _slow(push, f, a, n)
 
     def back(pop, d):
         n = pop()
@@ -141,13 +139,13 @@ def _power(f):
 
 def _unary(f, df):
     """``f(x)`` of ``math`` for a float ``x``: pushes ``x`` and ``y``."""
-    def record(push, x, w=WATCH):
+    def record(push, x):
         if type(x) in _FLOATS:
             y = f(x)
             push(x)
             push(y)
             return y
-        return _slow(push, w, f, x)
+        return _slow(push, f, x)
 
     def back(pop, d):
         y = pop()
@@ -165,14 +163,14 @@ def _unary(f, df):
 def _element(f):
     """``x[i]`` of an array ``x`` at an int ``i`` giving a scalar, while nothing has been
     changed in place (then a read may need routing to the shadow: the rule's work)."""
-    def record(push, x, i, w=WATCH):
+    def record(push, x, i):
         if type(x) is np.ndarray and type(i) is int and not WATCH.all:
             y = x[i]
             if type(y) is _F64:
                 push(x)
                 push(i)
                 return y
-        return _slow(push, w, f, x, i)
+        return _slow(push, f, x, i)
 
     def back(pop, d):
         i = pop()
@@ -214,19 +212,7 @@ def _register(f, record, back, into=None):
     for g, part in ((record, "record"), (back, "back"), (into, "into"), (given, "given")):
         if g is not None:
             g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
-    record.unchanged = _watching(record, UNCHANGED)
     taped(f, record, back, into)
-
-
-def _watching(record, w):
-    """``record`` whose slow path watches the pullback with ``w`` (its default argument):
-    the register pass calls it with the same operands, so that the emitter still writes
-    its fast paths inline (`ops.Inline`)."""
-    name = f"{record.__name__}_{w!r}".lower()  # (mul_record_unchanged)
-    r = types.FunctionType(record.__code__, record.__globals__, name, (w,), record.__closure__)
-    r.__qualname__ = name
-    r.__dict__.update(record.__dict__)
-    return r
 
 
 for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):

@@ -22,7 +22,7 @@ from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
 from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, nondifferentiable, rule_for, scalar_kind, taped_for
 from .shadow import current
-from .watch import UNCHANGED, WATCH
+from .watch import WATCH
 
 
 class _Hooks:
@@ -43,7 +43,6 @@ class _Hooks:
     runs_without_gradient = staticmethod(mutation.runs_without_gradient)
     changeable = staticmethod(mutation.changeable)
     watching = WATCH
-    unchanged = UNCHANGED
 
 
 class Pullback(functools.partial, mutation.Always):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .algebra import accum, unwrap
 from .shadow import current, fields
-from .watch import UNCHANGED, WATCH
+from .watch import WATCH
 
 
 class Always:
@@ -160,7 +160,7 @@ def watch_kind(t):
     WATCH.kinds.add(t)
 
 
-WATCH.watcher = UNCHANGED.watcher = watcher
+WATCH.watcher = watcher
 for _t in (np.ndarray, list, dict):
     watch_kind(_t)
 

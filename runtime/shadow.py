@@ -22,7 +22,7 @@ import numpy as np
 
 from .algebra import Buffer, OneHot, accum, unwrap
 from .errors import user_location
-from .watch import Watch
+from .watch import WATCH
 
 
 def root(a):
@@ -309,7 +309,7 @@ def current() -> Shadow:
 def _mutating(k):
     with _lock:
         _count[0] += k
-        Watch.all = _count[0] > 0  # (for `WATCH` and `UNCHANGED` alike)
+        WATCH.all = _count[0] > 0
 
 
 class fresh:

@@ -39,9 +39,6 @@ class Activity(set):
         # the variables whose object may be changed in place (see `_Hazards`), and the
         # classes of variables that may share objects (`_Aliases`)
         self.hazard, self.aliases = set(), None
-        # the active statements whose object nothing here may change in place, nor any
-        # object it may share: not a hazard, nor of a hazard's class (`_Aliases`)
-        self.unchanged = set()
 
 
 def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda g: False,
@@ -137,8 +134,6 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                     if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
                         changed |= reach(p, not strong(a))
     active.hazards = hazard
-    changed = {aliases.find(x) for x in hazard}  # (a value may share its object with another)
-    active.unchanged = {v for _, v, _ in ir.statements() if v in active and aliases.find(v) not in changed}
     return active
 
 

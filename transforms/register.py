@@ -2,10 +2,7 @@
 
 Every active statement becomes a call of its rule (a constant callee that has
 one) or of ``forward``, whose pullback is pushed on the tape (through
-``ops.watch``, which lets the runtime wrap it when mutation is involved: with
-``UNCHANGED`` where the activity analysis found that nothing changes the value in
-place, nor a value it may share an object with, so that only a change already made
-calls for it); one whose
+``ops.watch``, which lets the runtime wrap it when mutation is involved); one whose
 rules put values on the tape (``x * 2.0`` on floats: ``primitives/taped.py``) becomes
 ``record(push, …)``, which pushes them itself.  A block with several incoming edges
 takes the edge's number as an extra argument and pushes it too.  The function returns
@@ -31,9 +28,9 @@ takes the edge's number as an extra argument and pushes it too.  The function re
       %8 = ops.unpack(%7, 2)                         # line 2
       %9 = operator.getitem(%8, 0)                   # line 2
       %10 = operator.getitem(%8, 1)                  # line 2
-      %11 = ops.watch(UNCHANGED, %10, %9, numpy.dot, %2, %2) # line 2
+      %11 = ops.watch(WATCH, %10, %9, numpy.dot, %2, %2) # line 2
       %12 = %4(%11)                                  # line 2
-      %13 = taped.mul_record_unchanged(%4, %9, 2.0)  # line 2
+      %13 = taped.mul_record(%4, %9, 2.0)            # line 2
       %14 = ops.build_tuple(%13, %3)                 # line 2
       return %14
 """
@@ -95,7 +92,6 @@ def register(ir, active, hooks) -> IR:
     """
     forward, forward_soft = hooks.forward, hooks.forward_soft
     soft, reading = getattr(active, "soft", ()), getattr(active, "reading", ())
-    unchanged = getattr(active, "unchanged", ())
     m = ir.meta
     fwd = IR(Meta(f"forward_{m.name}", m.filename, m.firstlineno, generator=m.generator))
     env = {}
@@ -128,11 +124,9 @@ def register(ir, active, hooks) -> IR:
             if v not in active:
                 env[v] = fwd.push(b, st)
                 continue
-            kept = v in unchanged
             pair = None if v in reading else taped_call(st, hooks.taped)
             if pair is not None:
-                record = pair[0].unchanged if kept and hasattr(pair[0], "unchanged") else pair[0]
-                env[v] = fwd.push(b, Stmt(record, (push,) + st.args, None, st.line))
+                env[v] = fwd.push(b, Stmt(pair[0], (push,) + st.args, None, st.line))
                 continue
             # a call with keywords goes through forward, which binds them to positions
             r = None if isinstance(st.fn, (Var, Global)) or st.kw or v in reading else hooks.rule_for(st.fn)
@@ -147,8 +141,7 @@ def register(ir, active, hooks) -> IR:
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
-            w = hooks.unchanged if kept else hooks.watching
-            pb = fwd.push(b, Stmt(ops.watch, (w, pb, env[v], st.fn) + st.args, st.kw, st.line))
+            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, st.kw, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)
