@@ -109,6 +109,9 @@ def _getitem(ts, x, k):
     return x[k], None
 
 
+_getitem.dual = True  # (an array's element: ``x[k]``, ``dx[k]``; a fresh value is in no shadow)
+
+
 @frule(ops.unpack)
 def _unpack(ts, xs, n):
     if type(xs) is IndexIter:  # (a, b = map(...))
