@@ -246,3 +246,19 @@ def test_an_inner_gradient_given_a_keyword_that_carries_a_gradient_is_refused_by
 def test_a_jacobian_inside_a_function_being_differentiated_is_refused_by_line():
     with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: a Jacobian"):
         grad(lambda x: bytegrad.jacfwd(np.sin)(x))(1.0)
+
+
+@pytest.mark.regression
+def test_functions_made_in_the_library_s_own_rules_lifted_at_second_order_read_its_globals():
+    # (a comprehension or generator expression of a forward rule that a second level
+    # lifts took the user's globals: NameError for zero_tangent, _taken)
+    def f(x):
+        lows = np.array(x, np.float32)  # (a linear rule that checks its other tangents)
+        return float(lows[0]) * x[1]
+
+    x = np.array([0.3, -0.6, 1.1])
+    assert np.allclose(bytegrad.hvp(f, (x,), (np.ones(3),)), [1.0, 1.0, 0.0])
+    assert np.allclose(jvp(grad(f), (x,), (np.ones(3),))[1], [1.0, 1.0, 0.0])
+    inner = lambda x: jvp(lambda y: x * y, (1.0,), (1.0,))[1]  # noqa: E731
+    with pytest.raises(bytegrad.NestingError):  # (what nesting does not reach: by line)
+        bytegrad.hvp(lambda x: x * inner(x), (1.5,), (1.0,))
