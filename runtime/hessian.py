@@ -1,0 +1,83 @@
+"""Second derivatives: `hvp` and `hessian`, forward over reverse.
+
+``hvp(f, primals, tangents)`` is ``jvp(grad(f), primals, tangents)[1]``, as JAX defines
+it.  Computed so, the jvp's forward rule of the inner gradient (`nesting.vjp_at`) runs
+the pullback of ``a ↦ jvp(f, a, tangents)`` (reverse over the tangent code), and beside
+it the gradient itself and ``f`` at the outer level, which the Hessian-vector product
+drops.  Outside any differentiation `hvp` runs that pullback alone; `hessian` is one
+`hvp` per input element and one gradient for the output's layout.  (Where the product
+has a zero, `hvp` computes the gradient too: the jvp gives None where the gradient is
+None, a zero elsewhere.)  Inside a differentiated
+function `hvp` is the jvp, lifted by the outer level as any code is.
+
+    >>> import bytegrad
+    >>> bytegrad.hvp(lambda x: x ** 4, (2.0,), (1.0,))   # 12 x²
+    48.0
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import api
+from .api import _callable, grad
+from .computing import computing
+from .jax_api import _dense, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
+from .nesting import _Along
+from .tangents import TangentShadow
+from .utilities import nestlevel
+
+_COMPUTING = computing()
+
+
+def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        argnums: int | Sequence[int] = 0) -> Any:
+    """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
+    at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
+    forward over reverse, as JAX's documentation defines it:
+    ``jvp(grad(f), primals, tangents)[1]``."""
+    _callable(f)
+    if nestlevel():  # (first: an outer level lifts what runs before it)
+        return jvp(grad(f, argnums), primals, tangents)[1]
+    single, wanted, repeats = api._argnums(argnums)
+    n = len(primals) if isinstance(primals, (tuple, list)) else 0
+    if repeats or not all(-n <= i < n for i in wanted):
+        return jvp(grad(f, argnums), primals, tangents)[1]
+    primals, tangents = _pairs(primals, tangents)
+    with _COMPUTING:
+        along = _Along(f, None, tangents, TangentShadow())
+        (y, _), back = api._pullback(along, primals, wanted, {})
+        if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
+            return None if single else (None,) * len(wanted)
+        g = back((None, api._seed(y, f)))  # (the seed on the tangent alone)
+    dg = tuple(g[i] for i in wanted)
+    if any(d is None for d in _leaves(dg)):
+        # (zero, or no gradient at all, which the jvp of the gradient gives as None: the
+        # gradient tells them apart)
+        like = api._value_and_gradient(f, primals, wanted, {})[1]
+        like = tuple(like[i] for i in wanted)
+    else:
+        like = tuple(primals[i] for i in wanted)
+    held = _held(primals, tangents)
+    out = tuple(_dense(d, v, held) for d, v in zip(dg, like))
+    return out[0] if single else out
+
+
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., Any]:
+    """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
+    one Hessian-vector product per input element (`hvp`).  For ``x`` of shape ``(n,)``
+    it is ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
+    tuples, lists and dicts laid out as `jacfwd` lays them out."""
+    _callable(f)
+    if has_aux:  # (the aux comes with the gradient)
+        return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
+
+    @functools.wraps(f)
+    def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
+        g = functools.partial(f, **kw) if kw else f
+        return forward_jacobian(lambda ts: (None, hvp(g, args, ts, argnums)),
+                                lambda: grad(g, argnums)(*args), args, argnums, False, "hessian")
+    return hess
