@@ -17,6 +17,7 @@ function `hvp` is the jvp, lifted by the outer level as any code is.
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,8 +26,9 @@ from . import api
 from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
+from .jvp import compiled_tangent
 from .nesting import _Along
-from .tangents import TangentShadow
+from .tangents import TangentShadow, isolated_at
 from .utilities import nestlevel
 
 _COMPUTING = computing()
@@ -46,13 +48,14 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     if repeats or not all(-n <= i < n for i in wanted):
         return jvp(grad(f, argnums), primals, tangents)[1]
     primals, tangents = _pairs(primals, tangents)
+    tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
     with _COMPUTING:
-        along = _Along(f, None, tangents, TangentShadow())
-        (y, _), back = api._pullback(along, primals, wanted, {})
+        with isolated_at(0, TangentShadow()):
+            (y, _), back = api._pullback(tf, args, wrt, {})
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
             return None if single else (None,) * len(wanted)
         g = back((None, api._seed(y, f)))  # (the seed on the tangent alone)
-    dg = tuple(g[i] for i in wanted)
+    dg = tuple(g[at + i % n] for i in wanted)
     if any(d is None for d in _leaves(dg)):
         # (zero, or no gradient at all, which the jvp of the gradient gives as None: the
         # gradient tells them apart)
@@ -63,6 +66,21 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     held = _held(primals, tangents)
     out = tuple(_dense(d, v, held) for d, v in zip(dg, like))
     return out[0] if single else out
+
+
+def _tangent_of(f, primals, tangents, wanted):
+    """``(g, args, wrt, at)``: ``g(*args)`` is ``(f(*primals), its tangent)``, to be
+    differentiated in the positions ``wrt``; the gradient of ``primals[i]`` is at
+    ``at + i``.  A Python function's tangent code is called itself, the tangents
+    constants, so reverse mode leaves out what only they, or arguments outside
+    ``wanted``, would need (of the MLP loss, half the matrix products)."""
+    n = len(primals)
+    if type(f) is types.FunctionType:
+        c = compiled_tangent(f)
+        if c.arity == n:
+            return (types.FunctionType(c.tangent_code, f.__globals__), (f,) + primals + (None,) + tangents,
+                    tuple(1 + i % n for i in wanted), 1)
+    return _Along(f, None, tangents, TangentShadow()), primals, wanted, 0
 
 
 def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
