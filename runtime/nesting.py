@@ -43,7 +43,7 @@ from .frules import derived, frule, frule_for
 from ..ir import ops
 from .jvp import compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
-from .rules import CALLS, nondifferentiable, nograd, record_of, rule
+from .rules import CALLS, Lazy, nondifferentiable, nograd, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
 _COMPUTING = computing()
@@ -229,7 +229,7 @@ def _pair(d):
 
 
 def _mul2(ts, a, b):
-    if type(a) not in _NUMBERS:
+    if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
         return None
     (da, db), y = ts, a * b
 
@@ -243,7 +243,7 @@ def _mul2(ts, a, b):
 def _linear2(sign):
     """``a + sign * b``: the tangent is linear, no second-order term."""
     def rule(ts, a, b):
-        if type(a) not in _NUMBERS:
+        if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
             return None
         da, db = ts
 
@@ -286,14 +286,42 @@ def _getitem2(ts, x, k):
     return (y, dy), back
 
 
+def _at(p, i):
+    return None if p is None else unwrap(p[i])
+
+
+def _matmul2(ts, a, b):
+    """``a @ b`` of float matrices: the reverse rules of the product taken for the value
+    and for each term of the tangent, ``da @ b + a @ db``; the gradients are read only
+    where the adjoint wants them (`Lazy`), as at first order: of the MLP's loss, the
+    products of data nobody differentiates are never computed."""
+    da, db = ts
+    if not all(type(x) is np.ndarray and x.ndim == 2 and x.dtype.kind == "f" for x in (a, b)) or \
+            any(d is not None and (type(d) is not np.ndarray or d.shape != x.shape)
+                for d, x in ((da, a), (db, b))):
+        return None
+    y, pb = forward(operator.matmul, a, b)
+    y1, pb1 = (None, None) if da is None else forward(operator.matmul, da, b)
+    y2, pb2 = (None, None) if db is None else forward(operator.matmul, a, db)
+
+    def back(d):
+        yb, tb = _pair(d)
+        p = None if yb is None else pb(yb)
+        p1 = None if tb is None or pb1 is None else pb1(tb)
+        p2 = None if tb is None or pb2 is None else pb2(tb)
+        return Lazy(lambda: (_at(p1, 1), _at(p2, 2)), lambda: _plus(_at(p, 1), _at(p2, 1)),
+                    lambda: _plus(_at(p, 2), _at(p1, 2)))
+    return (y, _plus(y1, y2)), back
+
+
 _SECOND = {operator.mul: _mul2, operator.add: _linear2(1), operator.sub: _linear2(-1),
-           operator.pow: _pow2, operator.getitem: _getitem2}
+           operator.pow: _pow2, operator.getitem: _getitem2, operator.matmul: _matmul2}
 
 
 def second_order_rules():
     """Give the forward rules of ``_SECOND``'s operators reverse rules (tangent code calls
-    them directly): ``(y, dy)`` and its pullback for numbers and float-array elements,
-    the forward rule lifted as any function otherwise."""
+    them directly): ``(y, dy)`` and its pullback for numbers, float-array elements and
+    float matrices, the forward rule lifted as any function otherwise."""
     for op, second in _SECOND.items():
         fr = frule_for(op)
         if fr is not None:
@@ -314,11 +342,11 @@ def _tangent_function(f):
 
 def _reversed_frule(fr, second):
     def r(ts, a, b):
-        out = second(_full(ts, 2), a, b) if type(b) in _NUMBERS else None
+        out = second(_full(ts, 2), a, b)
         if out is None:
             return fw.call_function(fr, (ts, a, b), {})
         y, back = out
-        return y, lambda d: (None, *back(d))
+        return y, lambda d: (lambda g: Lazy(None, *g.thunks) if type(g) is Lazy else (None, *g))(back(d))
     return r
 
 

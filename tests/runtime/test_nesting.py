@@ -262,3 +262,26 @@ def test_functions_made_in_the_library_s_own_rules_lifted_at_second_order_read_i
     inner = lambda x: jvp(lambda y: x * y, (1.0,), (1.0,))[1]  # noqa: E731
     with pytest.raises(bytegrad.NestingError):  # (what nesting does not reach: by line)
         bytegrad.hvp(lambda x: x * inner(x), (1.5,), (1.0,))
+
+
+def test_second_order_matrix_products_match_finite_differences_of_the_gradient():
+    # (float matrices take the product's own reverse rules, the rest the lifted forward rule)
+    rng = np.random.default_rng(3)
+    A, B, C = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal((2, 2))
+    u = rng.standard_normal(4)
+
+    def f(A, B, C, u):
+        return np.sum(np.tanh(A @ B) @ C) ** 2 + np.sum((A @ u) ** 3)
+
+    args = (A, B, C, u)
+    ts = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    got = bytegrad.hvp(f, args, ts, argnums=(0, 1, 2, 3))
+    g = grad(f, argnums=(0, 1, 2, 3))
+    h = 1e-6
+    plus = g(*(a + h * t for a, t in zip(args, ts)))
+    minus = g(*(a - h * t for a, t in zip(args, ts)))
+    for k in range(4):
+        assert np.allclose(got[k], (plus[k] - minus[k]) / (2 * h), rtol=1e-5, atol=1e-6), k
+    assert all(np.allclose(a, b) for a, b in zip(got, jvp(g, args, ts)[1]))
+    one = bytegrad.hvp(f, args, (ts[0], None, None, None), argnums=1)  # (the mixed block alone)
+    assert np.allclose(one, jvp(grad(f, 1), args, (ts[0], None, None, None))[1])
