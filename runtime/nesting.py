@@ -240,11 +240,19 @@ def _mul2(ts, a, b):
     return (y, _plus(_times(da, b), _times(a, db))), back
 
 
+def _floats(x, *ds) -> bool:
+    """Whether ``x`` is a float array and each of ``ds`` None or an array of its shape."""
+    return type(x) is np.ndarray and x.dtype.kind == "f" and \
+        all(d is None or type(d) is np.ndarray and d.shape == x.shape for d in ds)
+
+
 def _linear2(sign):
     """``a + sign * b``: the tangent is linear, no second-order term."""
+    op = operator.add if sign > 0 else operator.sub
+
     def rule(ts, a, b):
         if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
-            return None
+            return _arrays2(op, sign, ts, a, b)
         da, db = ts
 
         def back(d):
@@ -255,15 +263,47 @@ def _linear2(sign):
     return rule
 
 
+def _arrays2(op, sign, ts, a, b):
+    """``a + b`` or ``a - b`` of float arrays: the operator's reverse rule for the value,
+    the tangents' sum read off the cotangent of the tangent (gradients read lazily)."""
+    da, db = ts
+    if not (_floats(a, da) and _floats(b, db)):
+        return None
+    y, pb = forward(op, a, b)
+    dy, pbt = None, None
+    if da is not None and db is not None:
+        dy, pbt = forward(op, da, db)
+    elif da is not None or db is not None:
+        dy = da if db is None else db if sign > 0 else -db
+        if dy.shape != y.shape:
+            return None  # (a broadcast tangent: the forward rule fits it to the value's shape)
+
+    def back(d):
+        yb, tb = _pair(d)
+        p = None if yb is None else pb(yb)
+        if pbt is not None:
+            q = None if tb is None else pbt(tb)
+            dts = lambda: (_at(q, 1), _at(q, 2))  # noqa: E731
+        else:
+            tb = unwrap(tb)
+            dts = lambda: (tb if da is not None else None,  # noqa: E731
+                           None if db is None or tb is None else tb if sign > 0 else -tb)
+        return Lazy(dts, lambda: _at(p, 1), lambda: _at(p, 2))
+    return (y, dy), back
+
+
 def _pow2(ts, a, p):
-    """``a ** p`` for a constant power ``p`` (an int, or a float with no tangent)."""
+    """``a ** p`` for a constant power ``p`` (an int, or a float with no tangent), of a
+    number or a float array."""
     da, dp = ts
-    if dp is not None or type(p) is not int or type(a) not in _NUMBERS:
+    if dp is not None or type(p) is not int or type(a) not in _NUMBERS and not _floats(a, da):
         return None
     y, d1 = a ** p, p * a ** (p - 1) if p != 0 else 0.0
 
     def back(d):
         yb, tb = _pair(d)
+        if type(a) is np.ndarray:  # (a structured gradient: a Fill from a mean)
+            yb, tb = unwrap(yb), unwrap(tb)
         d2 = p * (p - 1) * a ** (p - 2) if p not in (0, 1) else 0.0
         return ((_times(tb, d1) if da is not None else None, None),
                 _plus(_times(yb, d1), _times(tb, _times(da, d2))), None)
@@ -288,6 +328,29 @@ def _getitem2(ts, x, k):
 
 def _at(p, i):
     return None if p is None else unwrap(p[i])
+
+
+def reduction_frule_in_reverse(f, fr, refused):
+    """The reverse rule of ``fr``, the forward rule of a reduction ``f`` linear in its
+    first argument (``np.sum``, ``np.mean``): ``f``'s own reverse rule for the value and
+    for the tangent, gradients read lazily, where a float array alone has a tangent and
+    ``refused(args, kw)`` is false (no ``initial=``); ``fr`` lifted elsewhere."""
+    def r(ts, *args, **kw):
+        ts = _full(ts, len(args))
+        if not args or refused(args, kw) or not _floats(args[0], ts[0]) or \
+                any(t is not None for t in ts[1:]):
+            return fw.call_function(fr, (ts,) + args, kw)
+        y, pb = forward(f, *args, **kw)
+        dy, pbt = (None, None) if ts[0] is None else forward(f, ts[0], *args[1:], **kw)
+        rest = (None,) * (len(args) - 1)
+
+        def back(d):
+            yb, tb = _pair(d)
+            p = None if yb is None else pb(yb)
+            q = None if tb is None or pbt is None else pbt(tb)
+            return Lazy(None, lambda: (_at(q, 1),) + rest, lambda: _at(p, 1), *rest)
+        return (y, dy), back
+    return r
 
 
 def _matmul2(ts, a, b):

@@ -285,3 +285,21 @@ def test_second_order_matrix_products_match_finite_differences_of_the_gradient()
     assert all(np.allclose(a, b) for a, b in zip(got, jvp(g, args, ts)[1]))
     one = bytegrad.hvp(f, args, (ts[0], None, None, None), argnums=1)  # (the mixed block alone)
     assert np.allclose(one, jvp(grad(f, 1), args, (ts[0], None, None, None))[1])
+
+
+@pytest.mark.parametrize("which", [(0,), (1,), (0, 1)])
+def test_second_order_array_sums_powers_and_reductions_with_broadcasting_match_finite_differences(which):
+    rng = np.random.default_rng(4)
+    A, b = rng.standard_normal((5, 4)), rng.standard_normal(4)
+
+    def f(A, b):
+        return np.mean((A + b) ** 3) + np.sum(A - b) ** 2 + np.sum(A ** 2, 0) @ b  # (axis by position)
+
+    args = (A, b)
+    ts = tuple(rng.standard_normal(a.shape) if i in which else None for i, a in enumerate(args))
+    got = bytegrad.hvp(f, args, ts, argnums=(0, 1))
+    g, h = grad(f, argnums=(0, 1)), 1e-6
+    plus = g(*(a if t is None else a + h * t for a, t in zip(args, ts)))
+    minus = g(*(a if t is None else a - h * t for a, t in zip(args, ts)))
+    for k in range(2):
+        assert np.allclose(got[k], (plus[k] - minus[k]) / (2 * h), rtol=1e-5, atol=1e-6), k
