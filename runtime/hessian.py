@@ -4,11 +4,11 @@
 it.  Computed so, the jvp's forward rule of the inner gradient (`nesting.vjp_at`) runs
 the pullback of ``a ↦ jvp(f, a, tangents)`` (reverse over the tangent code), and beside
 it the gradient itself and ``f`` at the outer level, which the Hessian-vector product
-drops.  Outside any differentiation `hvp` runs that pullback alone; `hessian` is one
-`hvp` per input element and one gradient for the output's layout.  (Where the product
-has a zero, `hvp` computes the gradient too: the jvp gives None where the gradient is
-None, a zero elsewhere.)  Inside a differentiated
-function `hvp` is the jvp, lifted by the outer level as any code is.
+drops.  Outside any differentiation `hvp` runs that pullback alone (and the gradient
+only where the product has a zero: the jvp gives None where the gradient is None, a
+zero elsewhere); `hessian` is one `hvp` per input element, laid out as the inputs.
+Inside a differentiated function `hvp` is the jvp, lifted by the outer level as any
+code is.
 
     >>> import bytegrad
     >>> bytegrad.hvp(lambda x: x ** 4, (2.0,), (1.0,))   # 12 x²
@@ -25,7 +25,7 @@ import numpy as np
 from . import api
 from .api import _callable, grad
 from .computing import computing
-from .jax_api import _dense, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
+from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
 from .jvp import compiled_tangent
 from .nesting import _Along
 from .tangents import TangentShadow, isolated_at
@@ -96,6 +96,12 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(f)
     def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         g = functools.partial(f, **kw) if kw else f
-        return forward_jacobian(lambda ts: (None, hvp(g, args, ts, argnums)),
-                                lambda: grad(g, argnums)(*args), args, argnums, False, "hessian")
+
+        def column(ts):
+            d = hvp(g, args, ts, argnums)
+            for leaf in _leaves(d):
+                if leaf is None:  # (no gradient there, which jacfwd of grad refuses too)
+                    _float_leaf(leaf, "hessian")
+            return None, d
+        return forward_jacobian(column, None, args, argnums, False, "hessian")
     return hess

@@ -200,7 +200,8 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 def forward_jacobian(column, value, args, argnums, has_aux, what):
     """`jacfwd`'s Jacobian in ``argnums`` from ``column(ts)``, ``(y, J ts)`` for the
     tangents ``ts`` of the arguments (one per element of the inputs), and ``value()``,
-    the output, where no column gave it (y None)."""
+    the output, where no column gave it (y None); ``value`` None: the output is laid
+    out as the inputs are (a gradient's)."""
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
     cols = []
@@ -214,7 +215,7 @@ def forward_jacobian(column, value, args, argnums, has_aux, what):
             y, dy = column(ts)
             cols.append(list(_leaves(dy[0] if has_aux else dy)))
     if y is None:  # (no input elements: one call for the output's layout)
-        y = value()
+        y = x if value is None else value()
     if has_aux:
         y, aux = y
     outs = [_float_leaf(v, what) for v in _leaves(y)]

@@ -202,3 +202,10 @@ def test_hvp_inside_a_gradient_is_the_jvp_of_the_gradient_lifted():
 def test_hvp_of_a_piecewise_constant_function_is_none_as_the_jvp_of_its_gradient():
     assert hvp(lambda x: int(x > 0), (1.0,), (1.0,)) is None
     assert bytegrad.jvp(grad(lambda x: int(x > 0)), (1.0,), (1.0,))[1] is None
+
+
+def test_hessian_of_a_function_with_no_gradient_is_refused_never_nan():
+    # (a column that is None would leave the Jacobian's empty blocks as they were: NaN)
+    for f in (lambda x: int(x[0] > 0), lambda x: 3.0):
+        with pytest.raises(TypeError, match="float inputs and outputs"):
+            hessian(f)(np.array([1.0, 2.0]))
