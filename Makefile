@@ -4,7 +4,8 @@
 # make bench — set up .venv (with the peers) and run the benchmarks (targets table first; the
 #              data-parallel targets of issue 13 in bench/results/parallel.md)
 # make bench-targets — only the targets table of issue 9 (bytegrad alone, about a minute)
-# (make bench ends with the compiled tier's targets of issue 12: python -m bytegrad.bench.compiled)
+# (make bench ends with the compiled tier's targets of issue 12: python -m bytegrad.bench.compiled,
+#  and the Hessian-vector product target of issue 11: python -m bytegrad.bench.hvp)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -40,6 +41,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python -m bytegrad.bench.kernels_elementwise --quick
 	$(BIN)/python -m bytegrad.bench.kernels_indexing --quick
 	$(BIN)/python -m bytegrad.bench.compiled
+	$(BIN)/python -m bytegrad.bench.hvp
 
 bench-targets: $(VENV)/.dev
 	$(BIN)/python -m bytegrad.bench --targets

@@ -15,7 +15,8 @@ from .runtime.tangents import ForwardModeError
 from .runtime.compiled import NotCompilableError, explain
 from .runtime.forwarddiff import forwarddiff
 from .runtime.nesting import NestingError
-from .runtime.jax_api import hessian, hvp, jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
+from .runtime.hessian import hessian, hvp
+from .runtime.jax_api import jacfwd, jacobian, jacrev, jvp, tangent_stages, vjp
 from . import primitives  # noqa: F401  (registers the rules)
 from . import optim, testing, tree  # noqa: F401,E402  (bytegrad.optim, .testing, .tree)
 

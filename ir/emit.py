@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import types
+import weakref
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
@@ -587,9 +588,14 @@ def _max_depth(out, starts):
     return top
 
 
+EMITTED = weakref.WeakSet()  # what `emit` made: the runtime tells their frames from its own
+
+
 def emit(ir) -> types.CodeType:
     """A code object computing what ``ir`` computes; its parameters are block 1's arguments."""
-    return _Emitter(ir).run()
+    code = _Emitter(ir).run()
+    EMITTED.add(code)
+    return code
 
 
 def function(ir, globals_: dict, name: str | None = None) -> types.FunctionType:

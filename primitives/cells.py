@@ -7,7 +7,7 @@ takes it out as the value's gradient.
 from __future__ import annotations
 
 from ..ir import ops
-from ..runtime.errors import user_frame
+from ..runtime.errors import running_frame
 from ..runtime.rules import effectful, nograd, rule
 from ..runtime.shadow import current
 from ..runtime.algebra import unwrap
@@ -49,7 +49,7 @@ def _closure_cell(fn, i):
 
 @rule(ops.make_function)
 def _make_function(code, closure=None, defaults=None, kwdefaults=None):
-    fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)
+    fn = ops.function_in(running_frame().f_globals, code, closure, defaults, kwdefaults)
 
     def back(d):  # captured values' gradients travel in the shadow; defaults' come here
         if not isinstance(d, dict):

@@ -26,7 +26,7 @@ import types
 from ._frozen import np
 
 from ..ir import ops
-from ..runtime.errors import user_frame, user_location
+from ..runtime.errors import running_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
@@ -107,6 +107,9 @@ def _getitem(ts, x, k):
         y = x[k]
         return y, _read(y, _item(x, ts[0], k))
     return x[k], None
+
+
+_getitem.dual = True  # (an array's element: ``x[k]``, ``dx[k]``; a fresh value is in no shadow)
 
 
 @frule(ops.unpack)
@@ -552,7 +555,7 @@ def _closure_cell(ts, fn, i):
 
 @frule(ops.make_function)
 def _make_function(ts, code, closure=None, defaults=None, kwdefaults=None):
-    fn = ops.function_in(user_frame().f_globals, code, closure, defaults, kwdefaults)
+    fn = ops.function_in(running_frame().f_globals, code, closure, defaults, kwdefaults)
     dd, dk = (ts + (None,) * 4)[2:4]
     if dd is not None or dk is not None:
         current().defaults[id(fn)] = (fn, dd, dk)

@@ -73,6 +73,7 @@ def _arith(op, name, rname, numbers, sequences=None):
             return objects(ts, a, b)
         y = op(a, b)
         return y, fit(numbers(ts, a, b, y), y)
+    fr.dual = True  # (its scalar path is what transforms/tangent.py `_DUAL` writes out)
     return fr
 
 
@@ -170,6 +171,7 @@ def _in_place(iop, op):
         elif t is not None:
             t[...] = 0.0 if dy is None else dy
         return y, sh.refresh(a, None)
+    fr.dual = True  # (a number's: the operator's)
     return fr
 
 
@@ -182,6 +184,9 @@ for _iop, _op in _IN_PLACE.items():
 @frule(operator.neg)
 def _neg(ts, a):
     return -a, None if ts[0] is None else -ts[0]
+
+
+_neg.dual = True
 
 
 @frule(operator.pos)

@@ -4,6 +4,7 @@ import os
 import sys
 import sysconfig
 
+from ..ir.emit import EMITTED
 from ..ir.errors import Refusal
 from ..ir.ir import full_name  # noqa: F401  (the one formatter of a callable's name)
 
@@ -59,6 +60,16 @@ def user_frame():
     being differentiated (its transformed code keeps the user's file and globals)."""
     frame = sys._getframe(1)
     while frame.f_code.co_filename.startswith(_RUNTIME_DIRS):
+        frame = frame.f_back
+    return frame
+
+
+def running_frame():
+    """The innermost frame of the code being differentiated: the user's, or code a
+    transform emitted (also of bytegrad's own functions, which a level of nested
+    differentiation lifts), whose globals are the function's."""
+    frame = sys._getframe(1)
+    while frame.f_code.co_filename.startswith(_RUNTIME_DIRS) and frame.f_code not in EMITTED:
         frame = frame.f_back
     return frame
 

@@ -1,5 +1,5 @@
-"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`,
-`hessian`, `hvp`.
+"""The functions JAX users reach for: `jvp`, `vjp`, `jacfwd`, `jacrev`, `jacobian`
+(`hessian` and `hvp` are in runtime/hessian.py).
 
 Arguments and results may be pytrees: tuples, lists and dicts (nested) of numbers
 and arrays.  A Jacobian has, for each leaf of the output, the input's structure, each
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.ir import full_name
 from . import shadow, tangents as shadows
-from .api import _callable, grad, pullback
+from .api import _callable, pullback
 from .computing import computing
 from .jvp import compiled_tangent, jvp_call
 
@@ -192,33 +192,42 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(f)
     def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         g = functools.partial(f, **kw) if kw else f
-        single, nums, x, ins = _inputs(args, argnums, "jacfwd")
-        y = aux = None
-        cols = []
-        for j, leaf in enumerate(ins):
-            for k in range(leaf.size):
-                e = iter(_basis(ins, j, k))
-                tx = _rebuild(x, e)
-                ts = [None] * len(args)
-                for n, i in enumerate(nums):
-                    ts[i] = tx if single else tx[n]
-                y, dy = jvp(g, args, ts)
-                cols.append(list(_leaves(dy[0] if has_aux else dy)))
-        if y is None:  # (no input elements: one plain call for the output's shape)
-            y = g(*args)
-        if has_aux:
-            y, aux = y
-        outs = [_float_leaf(v, "jacfwd") for v in _leaves(y)]
-        J = _jacobian(ins, outs)
-        at = 0
-        for j, leaf in enumerate(ins):
-            for k in range(leaf.size):
-                for o, d in enumerate(cols[at]):
-                    J[o][j].reshape(outs[o].shape + (-1,))[..., k] = d
-                at += 1
-        out = _assemble(J, y, x, single)
-        return (out, aux) if has_aux else out
+        return forward_jacobian(lambda ts: jvp(g, args, ts), lambda: g(*args), args, argnums,
+                                has_aux, "jacfwd")
     return jac
+
+
+def forward_jacobian(column, value, args, argnums, has_aux, what):
+    """`jacfwd`'s Jacobian in ``argnums`` from ``column(ts)``, ``(y, J ts)`` for the
+    tangents ``ts`` of the arguments (one per element of the inputs), and ``value()``,
+    the output, where no column gave it (y None); ``value`` None: the output is laid
+    out as the inputs are (a gradient's)."""
+    single, nums, x, ins = _inputs(args, argnums, what)
+    y = aux = None
+    cols = []
+    for j, leaf in enumerate(ins):
+        for k in range(leaf.size):
+            e = iter(_basis(ins, j, k))
+            tx = _rebuild(x, e)
+            ts = [None] * len(args)
+            for n, i in enumerate(nums):
+                ts[i] = tx if single else tx[n]
+            y, dy = column(ts)
+            cols.append(list(_leaves(dy[0] if has_aux else dy)))
+    if y is None:  # (no input elements: one call for the output's layout)
+        y = x if value is None else value()
+    if has_aux:
+        y, aux = y
+    outs = [_float_leaf(v, what) for v in _leaves(y)]
+    J = _jacobian(ins, outs)
+    at = 0
+    for j, leaf in enumerate(ins):
+        for k in range(leaf.size):
+            for o, d in enumerate(cols[at]):
+                J[o][j].reshape(outs[o].shape + (-1,))[..., k] = d
+            at += 1
+    out = _assemble(J, y, x, single)
+    return (out, aux) if has_aux else out
 
 
 def _basis(ins, j, k):
@@ -300,26 +309,6 @@ def _aux_pair(y, f):
         raise TypeError(f"has_aux=True: {full_name(f)} must return a pair (output, aux), but "
                         f"returned a {type(y).__name__}")
     return y[0], y[1]
-
-
-def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
-            has_aux: bool = False) -> Callable[..., Any]:
-    """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
-    one Hessian-vector product per input element.  For ``x`` of shape ``(n,)`` it is
-    ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
-    tuples, lists and dicts laid out as `jacfwd` lays them out."""
-    _callable(f)
-    return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
-
-
-def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
-        argnums: int | Sequence[int] = 0) -> Any:
-    """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
-    at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
-    forward over reverse, as JAX's documentation defines it:
-    ``jvp(grad(f), primals, tangents)[1]``."""
-    _callable(f)
-    return jvp(grad(f, argnums), primals, tangents)[1]
 
 
 def tangent_stages(f):

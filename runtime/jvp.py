@@ -205,9 +205,29 @@ def _construct(cls, dargs, dkw, args, kw):
     return obj, current().refresh(obj, dobj)
 
 
+class _Reals(frozenset):
+    """The types of real scalars whose arithmetic the tangent pass writes out (`_Hooks.dual`);
+    named in ``ir dump`` (a set's own order of printing varies from run to run)."""
+
+    def __repr__(self):
+        return "jvp.REALS"
+
+
+REALS = _Reals({float, int, np.float64})
+
+
 class _Hooks(fw._Hooks):
     """What the tangent pass inserts (the activity predicates are the reverse pass's)."""
 
     jvp = staticmethod(jvp_call)
     jvp_kw = staticmethod(jvp_call_kw)
     frule_for = staticmethod(frule_for)
+    reals = REALS
+    array = np.ndarray
+
+    @staticmethod
+    def dual(f) -> bool:
+        """Whether the tangent pass may write ``f``'s forward rule out as dual arithmetic
+        on real scalars (and reads of array elements): the library's own rule says so
+        with ``dual = True``; one registered over it is called."""
+        return getattr(frule_for(f), "dual", False)

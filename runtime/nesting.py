@@ -43,7 +43,7 @@ from .frules import derived, frule, frule_for
 from ..ir import ops
 from .jvp import compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
-from .rules import CALLS, nondifferentiable, nograd, record_of, rule
+from .rules import CALLS, Lazy, nondifferentiable, nograd, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
 _COMPUTING = computing()
@@ -229,7 +229,7 @@ def _pair(d):
 
 
 def _mul2(ts, a, b):
-    if type(a) not in _NUMBERS:
+    if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
         return None
     (da, db), y = ts, a * b
 
@@ -240,11 +240,19 @@ def _mul2(ts, a, b):
     return (y, _plus(_times(da, b), _times(a, db))), back
 
 
+def _floats(x, *ds) -> bool:
+    """Whether ``x`` is a float array and each of ``ds`` None or an array of its shape."""
+    return type(x) is np.ndarray and x.dtype.kind == "f" and \
+        all(d is None or type(d) is np.ndarray and d.shape == x.shape for d in ds)
+
+
 def _linear2(sign):
     """``a + sign * b``: the tangent is linear, no second-order term."""
+    op = operator.add if sign > 0 else operator.sub
+
     def rule(ts, a, b):
-        if type(a) not in _NUMBERS:
-            return None
+        if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
+            return _arrays2(op, sign, ts, a, b)
         da, db = ts
 
         def back(d):
@@ -255,15 +263,47 @@ def _linear2(sign):
     return rule
 
 
+def _arrays2(op, sign, ts, a, b):
+    """``a + b`` or ``a - b`` of float arrays: the operator's reverse rule for the value,
+    the tangents' sum read off the cotangent of the tangent (gradients read lazily)."""
+    da, db = ts
+    if not (_floats(a, da) and _floats(b, db)):
+        return None
+    y, pb = forward(op, a, b)
+    dy, pbt = None, None
+    if da is not None and db is not None:
+        dy, pbt = forward(op, da, db)
+    elif da is not None or db is not None:
+        dy = da if db is None else db if sign > 0 else -db
+        if dy.shape != y.shape:
+            return None  # (a broadcast tangent: the forward rule fits it to the value's shape)
+
+    def back(d):
+        yb, tb = _pair(d)
+        p = None if yb is None else pb(yb)
+        if pbt is not None:
+            q = None if tb is None else pbt(tb)
+            dts = lambda: (_at(q, 1), _at(q, 2))  # noqa: E731
+        else:
+            tb = unwrap(tb)
+            dts = lambda: (tb if da is not None else None,  # noqa: E731
+                           None if db is None or tb is None else tb if sign > 0 else -tb)
+        return Lazy(dts, lambda: _at(p, 1), lambda: _at(p, 2))
+    return (y, dy), back
+
+
 def _pow2(ts, a, p):
-    """``a ** p`` for a constant power ``p`` (an int, or a float with no tangent)."""
+    """``a ** p`` for a constant power ``p`` (an int, or a float with no tangent), of a
+    number or a float array."""
     da, dp = ts
-    if dp is not None or type(p) is not int or type(a) not in _NUMBERS:
+    if dp is not None or type(p) is not int or type(a) not in _NUMBERS and not _floats(a, da):
         return None
     y, d1 = a ** p, p * a ** (p - 1) if p != 0 else 0.0
 
     def back(d):
         yb, tb = _pair(d)
+        if type(a) is np.ndarray:  # (a structured gradient: a Fill from a mean)
+            yb, tb = unwrap(yb), unwrap(tb)
         d2 = p * (p - 1) * a ** (p - 2) if p not in (0, 1) else 0.0
         return ((_times(tb, d1) if da is not None else None, None),
                 _plus(_times(yb, d1), _times(tb, _times(da, d2))), None)
@@ -286,14 +326,65 @@ def _getitem2(ts, x, k):
     return (y, dy), back
 
 
+def _at(p, i):
+    return None if p is None else unwrap(p[i])
+
+
+def reduction_frule_in_reverse(f, fr, refused):
+    """The reverse rule of ``fr``, the forward rule of a reduction ``f`` linear in its
+    first argument (``np.sum``, ``np.mean``): ``f``'s own reverse rule for the value and
+    for the tangent, gradients read lazily, where a float array alone has a tangent and
+    ``refused(args, kw)`` is false (no ``initial=``); ``fr`` lifted elsewhere."""
+    def r(ts, *args, **kw):
+        ts = _full(ts, len(args))
+        if not args or refused(args, kw) or not _floats(args[0], ts[0]) or \
+                any(t is not None for t in ts[1:]):
+            return fw.call_function(fr, (ts,) + args, kw)
+        y, pb = forward(f, *args, **kw)
+        dy, pbt = (None, None) if ts[0] is None else forward(f, ts[0], *args[1:], **kw)
+        rest = (None,) * (len(args) - 1)
+
+        def back(d):
+            yb, tb = _pair(d)
+            p = None if yb is None else pb(yb)
+            q = None if tb is None or pbt is None else pbt(tb)
+            return Lazy(None, lambda: (_at(q, 1),) + rest, lambda: _at(p, 1), *rest)
+        return (y, dy), back
+    return r
+
+
+def _matmul2(ts, a, b):
+    """``a @ b`` of float matrices: the reverse rules of the product taken for the value
+    and for each term of the tangent, ``da @ b + a @ db``; the gradients are read only
+    where the adjoint wants them (`Lazy`), as at first order: of the MLP's loss, the
+    products of data nobody differentiates are never computed."""
+    da, db = ts
+    if not all(type(x) is np.ndarray and x.ndim == 2 and x.dtype.kind == "f" for x in (a, b)) or \
+            any(d is not None and (type(d) is not np.ndarray or d.shape != x.shape)
+                for d, x in ((da, a), (db, b))):
+        return None
+    y, pb = forward(operator.matmul, a, b)
+    y1, pb1 = (None, None) if da is None else forward(operator.matmul, da, b)
+    y2, pb2 = (None, None) if db is None else forward(operator.matmul, a, db)
+
+    def back(d):
+        yb, tb = _pair(d)
+        p = None if yb is None else pb(yb)
+        p1 = None if tb is None or pb1 is None else pb1(tb)
+        p2 = None if tb is None or pb2 is None else pb2(tb)
+        return Lazy(lambda: (_at(p1, 1), _at(p2, 2)), lambda: _plus(_at(p, 1), _at(p2, 1)),
+                    lambda: _plus(_at(p, 2), _at(p1, 2)))
+    return (y, _plus(y1, y2)), back
+
+
 _SECOND = {operator.mul: _mul2, operator.add: _linear2(1), operator.sub: _linear2(-1),
-           operator.pow: _pow2, operator.getitem: _getitem2}
+           operator.pow: _pow2, operator.getitem: _getitem2, operator.matmul: _matmul2}
 
 
 def second_order_rules():
     """Give the forward rules of ``_SECOND``'s operators reverse rules (tangent code calls
-    them directly): ``(y, dy)`` and its pullback for numbers and float-array elements,
-    the forward rule lifted as any function otherwise."""
+    them directly): ``(y, dy)`` and its pullback for numbers, float-array elements and
+    float matrices, the forward rule lifted as any function otherwise."""
     for op, second in _SECOND.items():
         fr = frule_for(op)
         if fr is not None:
@@ -314,11 +405,11 @@ def _tangent_function(f):
 
 def _reversed_frule(fr, second):
     def r(ts, a, b):
-        out = second(_full(ts, 2), a, b) if type(b) in _NUMBERS else None
+        out = second(_full(ts, 2), a, b)
         if out is None:
             return fw.call_function(fr, (ts, a, b), {})
         y, back = out
-        return y, lambda d: (None, *back(d))
+        return y, lambda d: (lambda g: Lazy(None, *g.thunks) if type(g) is Lazy else (None, *g))(back(d))
     return r
 
 

@@ -84,3 +84,16 @@ def test_parallel_workload_gradient_matches_serial_on_one_and_two_workers():
         with ProcessPoolExecutor(n) as pool:
             g = bytegrad.gradient(parallel.loss, w, data, pool)[0]
         assert parallel.rel_error(g, ref) < parallel.AGREE
+
+
+def test_hvp_bench_checks_its_products_and_its_closed_form_is_the_gradient_s_derivative():
+    from bytegrad.bench import hvp as hb
+    x = np.array([0.3, -1.2, 0.8, 1.5])
+    v = np.array([1.0, 0.5, -2.0, 0.25])
+    g, h = bytegrad.grad(hb.rosenbrock), 1e-6
+    assert np.allclose(hb.rosenbrock_hessian_times(x, v), (g(x + h * v) - g(x - h * v)) / (2 * h),
+                       rtol=1e-6, atol=1e-6)
+    work = hb.workloads()  # (each checked once: a wrong product raises)
+    assert len(work) == 2 and all(callable(f) for fns in work.values() for f in fns.values())
+    with pytest.raises(AssertionError):
+        hb._check("wrong", np.ones(3), np.zeros(3) + 2.0, 1e-12)

@@ -2,8 +2,12 @@
 against closed forms and finite differences of the gradient."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bytegrad
 from bytegrad import grad, hessian, hvp
@@ -102,3 +106,106 @@ def test_hessian_of_a_program_with_branches_loops_and_objects_matches_finite_dif
     g = grad(total)
     expected = np.array([fd_gradient(lambda z: g(z)[i], (x,), 0) for i in range(4)])
     assert np.allclose(H, expected, rtol=1e-5, atol=1e-6)
+
+
+# -- hvp outside any differentiation: one reverse pass over the tangent code -------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 8).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(-2, 2), min_size=n, max_size=n),
+    st.lists(st.floats(-2, 2), min_size=n, max_size=n))))
+def test_hvp_of_the_rosenbrock_loop_matches_its_closed_form(xv):
+    x, v = map(np.array, xv)
+    assert np.allclose(hvp(rosenbrock, (x,), (v,)), rosenbrock_hessian(x) @ v, rtol=1e-12, atol=1e-9)
+
+
+def piecewise(x):
+    s, i = 0.0, 0
+    while i < len(x):
+        a = x[i]
+        if a > 0.2:
+            s = s + a * a * x[(i + 1) % len(x)] / (1.0 + a * a)
+        elif a < -0.5:
+            s -= -a ** 3 + 2 * a
+        else:
+            s = s * 0.5 + 3 * a ** 2 - a / 4
+        i += 1
+    return s * s + len(x)
+
+
+def mixed_types(x, m):
+    t = 0  # (an int at first, then a float64)
+    for i in range(len(x)):
+        t = t + i * x[i] ** 2
+    rows = [m[j] * x[j] for j in range(m.shape[0])]  # (rows of a matrix: arrays)
+    return t * (rows[0] @ rows[1]) + float(x[0]) * -x[1] + math.fsum([x[0] * x[2]])
+
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, v):
+        return self.k * v * v if v > 0 else -v
+
+
+def with_objects(x, scale):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + scale.apply(x[i]) * x[0]
+    return s
+
+
+@pytest.mark.parametrize("f, args", [
+    (piecewise, (np.array([0.7, -0.9, 0.1, 0.4, -0.2]),)),
+    (mixed_types, (np.array([0.3, -0.6, 1.1]), np.array([[0.5, 1.5, -1.0], [2.0, -0.5, 0.25]]))),
+    (with_objects, (np.array([0.4, -1.3, 0.8]), Scale(1.5))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_hvp_of_programs_with_branches_loops_and_mixed_types_matches_finite_differences(f, args):
+    v = np.random.default_rng(1).standard_normal(args[0].shape)
+    got = hvp(f, args, (v,) + (None,) * (len(args) - 1))
+    g = grad(f)
+    h = 1e-6
+    fd = (g(args[0] + h * v, *args[1:]) - g(args[0] - h * v, *args[1:])) / (2 * h)
+    assert np.allclose(got, fd, rtol=1e-5, atol=1e-6)
+    assert np.allclose(got, bytegrad.jvp(g, args, (v,) + (None,) * (len(args) - 1))[1], rtol=1e-12, atol=1e-12)
+
+
+def test_hvp_lays_out_zeros_and_argnums_as_the_jvp_of_the_gradient_does():
+    def f(x, w, n, d):
+        return np.sum(x ** 2 * w[0]) + d["a"] * n + 0.0 * np.sum(d["b"])
+
+    args = (np.array([1.0, 2.0]), (0.5, 3.0), 4, {"a": 1.5, "b": np.zeros(2)})
+    ts = (np.array([1.0, -1.0]), (1.0, 0.0), None, {"a": 1.0})
+    for argnums in (0, (0, 1), (1, 3), (3,), (), 2, (0, 2), -4):  # (w[1], n: no gradient)
+        got = hvp(f, args, ts, argnums)
+        want = bytegrad.jvp(grad(f, argnums), args, ts)[1]
+        assert _same_tree(got, want), argnums
+
+
+def _same_tree(a, b):
+    if isinstance(a, (tuple, list, dict)):
+        ks = a.keys() if isinstance(a, dict) else range(len(a))
+        return type(a) is type(b) and len(a) == len(b) and all(_same_tree(a[k], b[k]) for k in ks)
+    return type(a) is type(b) and (a is None or np.array_equal(a, b))
+
+
+def test_hvp_inside_a_gradient_is_the_jvp_of_the_gradient_lifted():
+    f = lambda x: x ** 3 * math.sin(x)  # noqa: E731
+    x = 0.7
+    d3 = (6 * math.sin(x) + 18 * x * math.cos(x) - 9 * x * x * math.sin(x)
+          - x ** 3 * math.cos(x))
+    assert math.isclose(grad(lambda x: hvp(f, (x,), (1.0,)))(x), d3, rel_tol=1e-12)
+    assert math.isclose(bytegrad.jvp(lambda x: hvp(f, (x,), (1.0,)), (x,), (1.0,))[1], d3, rel_tol=1e-12)
+
+
+def test_hvp_of_a_piecewise_constant_function_is_none_as_the_jvp_of_its_gradient():
+    assert hvp(lambda x: int(x > 0), (1.0,), (1.0,)) is None
+    assert bytegrad.jvp(grad(lambda x: int(x > 0)), (1.0,), (1.0,))[1] is None
+
+
+def test_hessian_of_a_function_with_no_gradient_is_refused_never_nan():
+    # (a column that is None would leave the Jacobian's empty blocks as they were: NaN)
+    for f in (lambda x: int(x[0] > 0), lambda x: 3.0):
+        with pytest.raises(TypeError, match="float inputs and outputs"):
+            hessian(f)(np.array([1.0, 2.0]))

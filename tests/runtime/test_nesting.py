@@ -246,3 +246,60 @@ def test_an_inner_gradient_given_a_keyword_that_carries_a_gradient_is_refused_by
 def test_a_jacobian_inside_a_function_being_differentiated_is_refused_by_line():
     with pytest.raises(NotImplementedError, match=r"test_nesting\.py:\d+: a Jacobian"):
         grad(lambda x: bytegrad.jacfwd(np.sin)(x))(1.0)
+
+
+@pytest.mark.regression
+def test_functions_made_in_the_library_s_own_rules_lifted_at_second_order_read_its_globals():
+    # (a comprehension or generator expression of a forward rule that a second level
+    # lifts took the user's globals: NameError for zero_tangent, _taken)
+    def f(x):
+        lows = np.array(x, np.float32)  # (a linear rule that checks its other tangents)
+        return float(lows[0]) * x[1]
+
+    x = np.array([0.3, -0.6, 1.1])
+    assert np.allclose(bytegrad.hvp(f, (x,), (np.ones(3),)), [1.0, 1.0, 0.0])
+    assert np.allclose(jvp(grad(f), (x,), (np.ones(3),))[1], [1.0, 1.0, 0.0])
+    inner = lambda x: jvp(lambda y: x * y, (1.0,), (1.0,))[1]  # noqa: E731
+    with pytest.raises(bytegrad.NestingError):  # (what nesting does not reach: by line)
+        bytegrad.hvp(lambda x: x * inner(x), (1.5,), (1.0,))
+
+
+def test_second_order_matrix_products_match_finite_differences_of_the_gradient():
+    # (float matrices take the product's own reverse rules, the rest the lifted forward rule)
+    rng = np.random.default_rng(3)
+    A, B, C = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal((2, 2))
+    u = rng.standard_normal(4)
+
+    def f(A, B, C, u):
+        return np.sum(np.tanh(A @ B) @ C) ** 2 + np.sum((A @ u) ** 3)
+
+    args = (A, B, C, u)
+    ts = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    got = bytegrad.hvp(f, args, ts, argnums=(0, 1, 2, 3))
+    g = grad(f, argnums=(0, 1, 2, 3))
+    h = 1e-6
+    plus = g(*(a + h * t for a, t in zip(args, ts)))
+    minus = g(*(a - h * t for a, t in zip(args, ts)))
+    for k in range(4):
+        assert np.allclose(got[k], (plus[k] - minus[k]) / (2 * h), rtol=1e-5, atol=1e-6), k
+    assert all(np.allclose(a, b) for a, b in zip(got, jvp(g, args, ts)[1]))
+    one = bytegrad.hvp(f, args, (ts[0], None, None, None), argnums=1)  # (the mixed block alone)
+    assert np.allclose(one, jvp(grad(f, 1), args, (ts[0], None, None, None))[1])
+
+
+@pytest.mark.parametrize("which", [(0,), (1,), (0, 1)])
+def test_second_order_array_sums_powers_and_reductions_with_broadcasting_match_finite_differences(which):
+    rng = np.random.default_rng(4)
+    A, b = rng.standard_normal((5, 4)), rng.standard_normal(4)
+
+    def f(A, b):
+        return np.mean((A + b) ** 3) + np.sum(A - b) ** 2 + np.sum(A ** 2, 0) @ b  # (axis by position)
+
+    args = (A, b)
+    ts = tuple(rng.standard_normal(a.shape) if i in which else None for i, a in enumerate(args))
+    got = bytegrad.hvp(f, args, ts, argnums=(0, 1))
+    g, h = grad(f, argnums=(0, 1)), 1e-6
+    plus = g(*(a if t is None else a + h * t for a, t in zip(args, ts)))
+    minus = g(*(a if t is None else a - h * t for a, t in zip(args, ts)))
+    for k in range(2):
+        assert np.allclose(got[k], (plus[k] - minus[k]) / (2 * h), rtol=1e-5, atol=1e-6), k

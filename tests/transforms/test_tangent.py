@@ -433,3 +433,102 @@ def test_a_generator_is_refused_in_forward_mode_by_name_and_line(f, dfdx):
     with pytest.raises(bytegrad.ForwardModeError, match=r"test_tangent\.py:\d+: the generator function"):
         bytegrad.jvp(f, (1.5,), (1.0,))
     assert bytegrad.grad(f)(1.5) == pytest.approx(dfdx(1.5))  # (reverse mode takes it)
+
+
+# -- dual arithmetic written out (`tangent._dual_region`) ---------------------------------
+
+_WRITTEN_OUT = [(operator.add, lambda a, b: a + b), (operator.sub, lambda a, b: a - b),
+                (operator.mul, lambda a, b: a * b), (operator.truediv, lambda a, b: a / b),
+                (operator.iadd, None), (operator.imul, None)]
+
+
+def _same(a, b):
+    return type(a) is type(b) and (a == b or a != a and b != b)
+
+
+def _run(f):
+    try:
+        return f()
+    except ArithmeticError as e:
+        return type(e)
+
+
+_REAL = st.one_of(st.floats(-1e3, 1e3), st.integers(-5, 5), st.floats(-1e3, 1e3).map(np.float64),
+                  st.sampled_from([0.0, -0.0, 0, np.float64(0.0)]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(_WRITTEN_OUT), _REAL, _REAL, st.floats(-10, 10), st.floats(-10, 10))
+def test_written_out_arithmetic_gives_what_the_forward_rule_gives(op, a, b, da, db):
+    fn, f = op
+    if f is None:
+        def f(a, b):
+            a = fn(a, b)  # (a number's in-place operator: a new value)
+            return a
+    da, db = (None if type(v) is int else d for v, d in ((a, da), (b, db)))  # (an int has none)
+    with np.errstate(all="ignore"):
+        want = _run(lambda: bytegrad.runtime.frules.FRULES[fn]((da, db), a, b))
+        got = _run(lambda: bytegrad.jvp(f, (a, b), (da, db)))
+    if isinstance(want, type):
+        assert got is want
+        return
+    assert _same(got[0], want[0])
+    if want[1] is None:
+        assert got[1] is None if type(want[0]) is int else got[1] == 0
+    else:
+        assert _same(got[1], want[1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.floats(-3, 3), st.floats(-3, 3).map(np.float64)), st.integers(-3, 4), st.floats(-3, 3))
+def test_written_out_powers_and_negation_give_what_the_forward_rules_give(a, p, da):
+    rules = bytegrad.runtime.frules.FRULES
+    f = eval(f"lambda a: -a ** {p}")  # (the power a constant of the code)
+    with np.errstate(all="ignore"):
+        want = _run(lambda: rules[operator.pow]((da, None), a, p))
+        got = _run(lambda: bytegrad.jvp(f, (a,), (da,)))
+    if isinstance(want, type):
+        assert got is want
+    else:
+        assert _same(got[0], -want[0]) and _same(got[1], -want[1])
+
+
+def test_scalar_arithmetic_is_written_out_behind_guards_and_other_values_take_the_rules():
+    def f(x, y):
+        return x * y - y / 3.0
+
+    ir = str(bytegrad.tangent_stages(f).tangent)
+    assert "operator.contains(jvp.REALS" in ir and "tangent_python.frule[operator.mul]" in ir
+    plain = [line for line in ir.splitlines() if "= operator.mul(" in line]
+    assert len(plain) == 3  # (the value, and each operand's term of the tangent)
+
+    class Num:
+        def __init__(self, v):
+            self.v = v
+
+        def __mul__(self, other):
+            return self.v * other
+
+    assert bytegrad.jvp(f, (2.0, 3.0), (1.0, 0.5)) == (5.0, 3.0 + 1.0 - 0.5 / 3.0)
+    a = np.array([1.0, 2.0])
+    y, dy = bytegrad.jvp(f, (a, 3.0), (np.ones(2), 0.5))
+    assert np.allclose(dy, 3.0 + 0.5 * a - 0.5 / 3.0)
+    y, dy = bytegrad.jvp(lambda n, y: f(Num(n), y), (2.0, 3.0), (1.0, 0.5))
+    assert math.isclose(dy, 3.0 + 1.0 - 0.5 / 3.0)
+    y, dy = bytegrad.jvp(f, (1j, 2.0), (1.0, 0.0))
+    assert dy == 2.0
+
+
+def test_element_reads_are_written_out_for_arrays_and_ints_only():
+    def f(x, i):
+        return x[i] * x[i + 1] + x[0] * 2
+
+    x = np.array([1.0, 2.0, 3.0])
+    assert bytegrad.jvp(f, (x, 1), (np.array([1.0, 0.0, 0.0]), None))[1] == 2.0
+    assert bytegrad.jvp(f, ([1.0, 2.0, 3.0], 1), ([1.0, 0.0, 0.0], None))[1] == 2.0
+    m = np.arange(6.0).reshape(3, 2)
+    y, dy = bytegrad.jvp(f, (m, 1), (np.ones((3, 2)), None))
+    assert np.allclose(dy, m[1] + m[2] + 2)
+    x32 = x.astype(np.float32)
+    y, dy = bytegrad.jvp(f, (x32, 0), (np.ones(3, np.float32), None))
+    assert y.dtype == np.float32 and dy == 1.0 + 2.0 + 2.0

@@ -1,0 +1,107 @@
+"""Second derivatives: `hvp` and `hessian`, forward over reverse.
+
+``hvp(f, primals, tangents)`` is ``jvp(grad(f), primals, tangents)[1]``, as JAX defines
+it.  Computed so, the jvp's forward rule of the inner gradient (`nesting.vjp_at`) runs
+the pullback of ``a ↦ jvp(f, a, tangents)`` (reverse over the tangent code), and beside
+it the gradient itself and ``f`` at the outer level, which the Hessian-vector product
+drops.  Outside any differentiation `hvp` runs that pullback alone (and the gradient
+only where the product has a zero: the jvp gives None where the gradient is None, a
+zero elsewhere); `hessian` is one `hvp` per input element, laid out as the inputs.
+Inside a differentiated function `hvp` is the jvp, lifted by the outer level as any
+code is.
+
+    >>> import bytegrad
+    >>> bytegrad.hvp(lambda x: x ** 4, (2.0,), (1.0,))   # 12 x²
+    48.0
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import api
+from .api import _callable, grad
+from .computing import computing
+from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
+from .jvp import compiled_tangent
+from .nesting import _Along
+from .tangents import TangentShadow, isolated_at
+from .utilities import nestlevel
+
+_COMPUTING = computing()
+
+
+def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        argnums: int | Sequence[int] = 0) -> Any:
+    """The Hessian-vector product ``∇²f · tangents``: the tangent of ``grad(f, argnums)``
+    at ``primals`` along ``tangents`` (one per positional argument, None for zero), by
+    forward over reverse, as JAX's documentation defines it:
+    ``jvp(grad(f), primals, tangents)[1]``."""
+    _callable(f)
+    if nestlevel():  # (first: an outer level lifts what runs before it)
+        return jvp(grad(f, argnums), primals, tangents)[1]
+    single, wanted, repeats = api._argnums(argnums)
+    n = len(primals) if isinstance(primals, (tuple, list)) else 0
+    if repeats or not all(-n <= i < n for i in wanted):
+        return jvp(grad(f, argnums), primals, tangents)[1]
+    primals, tangents = _pairs(primals, tangents)
+    tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
+    with _COMPUTING:
+        with isolated_at(0, TangentShadow()):
+            (y, _), back = api._pullback(tf, args, wrt, {})
+        if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
+            return None if single else (None,) * len(wanted)
+        g = back((None, api._seed(y, f)))  # (the seed on the tangent alone)
+    dg = tuple(g[at + i % n] for i in wanted)
+    if any(d is None for d in _leaves(dg)):
+        # (zero, or no gradient at all, which the jvp of the gradient gives as None: the
+        # gradient tells them apart)
+        like = api._value_and_gradient(f, primals, wanted, {})[1]
+        like = tuple(like[i] for i in wanted)
+    else:
+        like = tuple(primals[i] for i in wanted)
+    held = _held(primals, tangents)
+    out = tuple(_dense(d, v, held) for d, v in zip(dg, like))
+    return out[0] if single else out
+
+
+def _tangent_of(f, primals, tangents, wanted):
+    """``(g, args, wrt, at)``: ``g(*args)`` is ``(f(*primals), its tangent)``, to be
+    differentiated in the positions ``wrt``; the gradient of ``primals[i]`` is at
+    ``at + i``.  A Python function's tangent code is called itself, the tangents
+    constants, so reverse mode leaves out what only they, or arguments outside
+    ``wanted``, would need (of the MLP loss, half the matrix products)."""
+    n = len(primals)
+    if type(f) is types.FunctionType:
+        c = compiled_tangent(f)
+        if c.arity == n:
+            return (types.FunctionType(c.tangent_code, f.__globals__), (f,) + primals + (None,) + tangents,
+                    tuple(1 + i % n for i in wanted), 1)
+    return _Along(f, None, tangents, TangentShadow()), primals, wanted, 0
+
+
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            has_aux: bool = False) -> Callable[..., Any]:
+    """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
+    one Hessian-vector product per input element (`hvp`).  For ``x`` of shape ``(n,)``
+    it is ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
+    tuples, lists and dicts laid out as `jacfwd` lays them out."""
+    _callable(f)
+    if has_aux:  # (the aux comes with the gradient)
+        return jacfwd(grad(f, argnums, has_aux), argnums, has_aux)
+
+    @functools.wraps(f)
+    def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
+        g = functools.partial(f, **kw) if kw else f
+
+        def column(ts):
+            d = hvp(g, args, ts, argnums)
+            for leaf in _leaves(d):
+                if leaf is None:  # (no gradient there, which jacfwd of grad refuses too)
+                    _float_leaf(leaf, "hessian")
+            return None, d
+        return forward_jacobian(column, None, args, argnums, False, "hessian")
+    return hess
