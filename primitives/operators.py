@@ -16,11 +16,15 @@ operators carry no gradient.
 from __future__ import annotations
 
 from ._frozen import math
+import numbers
 import operator as op
+import types
 
 from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
+from ..runtime.forward import forward
+from ..runtime.mutation import wrapping
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule, \
     takes_structured
 from . import buffers
@@ -34,6 +38,7 @@ from .np_linalg import matmul_thunks
 _FLOATS = frozenset({float, np.float64})
 _INTS = frozenset({int, bool})
 _SEQUENCES = frozenset({list, tuple})
+_FUNCTION = types.FunctionType
 
 
 def _sum_items(gs):
@@ -89,7 +94,6 @@ def _as(x, y) -> bool:
         and x.dtype.kind in "fc"
 
 
-@rule(op.add)
 def _add(a, b):
     r = _real(a, b)
     if r is not None:
@@ -102,7 +106,6 @@ def _add(a, b):
     return y, _sum_back(a, b, 1, y)
 
 
-@rule(op.sub)
 def _sub(a, b):
     r = _real(a, b)
     if r is not None:
@@ -112,7 +115,6 @@ def _sub(a, b):
     return y, _sum_back(a, b, -1, y)
 
 
-@rule(op.mul)
 def _mul(a, b):
     r = _real(a, b)
     if r is not None:
@@ -130,7 +132,6 @@ def _mul(a, b):
     return a * b, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
-@rule(op.truediv)
 def _div(a, b):
     y = a / b
     r = _real(a, b)
@@ -154,7 +155,6 @@ def _as_is(d, g):
 nondifferentiable(op.floordiv, op.ifloordiv)  # piecewise constant: no gradient
 
 
-@rule(op.mod)
 def _mod(a, b):
     y = a % b
     if isinstance(a, str):
@@ -229,7 +229,6 @@ def int_power_grad(d, a, n):
     return zero_cotangent(d, d * n * a ** (n - 1)) if n else d * 0.0
 
 
-@rule(op.pow, pow)
 def _pow(a, b, *mod):
     if mod:
         return pow(a, b, *mod), lambda d: (None, None, None, None)
@@ -254,7 +253,6 @@ def _fill_back(a, b, y, d):
     return pow_grads(a, b, y, d.dense())
 
 
-@rule(op.matmul)
 def _matmul(a, b):
     def back(d):
         ga, gb = matmul_thunks(a, b, d)
@@ -278,16 +276,66 @@ def _abs(a):
     return y, lambda d: (None, ub(a, abs_grad(a, y, d)))
 
 
+def _methods_first(f, r, name, rname):
+    """``f``'s rule: ``r``, unless an operand is an object (not a number) whose class
+    defines the operator in Python (``__mul__``, or the other operand's ``__rmul__``):
+    then that method, differentiated, as Python picks it (`_by_method`)."""
+    def rule_(a, b, *rest):
+        if not rest and (type(getattr(type(a), name, None)) is _FUNCTION
+                         or type(getattr(type(b), rname, None)) is _FUNCTION) \
+                and not (isinstance(a, numbers.Number) and isinstance(b, numbers.Number)):
+            y = _by_method(f, a, b, name, rname)
+            if y is not None:
+                return y
+        return r(a, b, *rest)
+    rule_.__name__ = rule_.__qualname__ = r.__name__
+    return rule_
+
+
+def _by_method(f, a, b, name, rname):
+    """``a op b`` by the operands' methods, as Python calls them: ``type(a).name(a, b)``,
+    then ``type(b).rname(b, a)`` if that gave NotImplemented (``b``'s first where its class
+    is a subclass of ``a``'s that overrides it); a Python method differentiated, a C one
+    run plainly (a number's, given an object: NotImplemented; None if it gives a value,
+    an array's broadcast over an object: the rule's)."""
+    ta, tb = type(a), type(b)
+    calls = [(getattr(ta, name, None), a, b, False)]
+    if tb is not ta:
+        rm = getattr(tb, rname, None)
+        calls.append((rm, b, a, True))
+        if issubclass(tb, ta) and rm is not getattr(ta, rname, None):
+            calls.reverse()
+    for m, x, y, swapped in calls:
+        if m is None:
+            continue
+        if type(m) is not _FUNCTION:
+            if m(x, y) is NotImplemented:
+                continue
+            return None
+        v, pb = forward(m, x, y)
+        if v is not NotImplemented:
+            return v, wrapping(pb, (lambda d: (None, *pb(d)[2:0:-1])) if swapped else
+                               (lambda d: (None, *pb(d)[1:3])))
+    return f(a, b), lambda d: (None, None, None)  # (raises Python's TypeError)
+
+
 takes_structured(op.pow)  # (the Fill of np.mean: x ** 2 takes it in one pass)
 nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, op.not_,
                   op.contains, op.truth, op.invert, op.lshift, op.rshift, op.ilshift,
                   op.irshift)  # (| & ^ and their in-place forms: sets.py)
 
 
-for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
-                        (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),
-                        (op.imatmul, _matmul, "@")):
-    rule(_f)(in_place(_r, _symbol))
+_METHODS_FIRST = {}
+for _f, _r, _name in ((op.add, _add, "add"), (op.sub, _sub, "sub"), (op.mul, _mul, "mul"),
+                     (op.truediv, _div, "truediv"), (op.mod, _mod, "mod"), (op.pow, _pow, "pow"),
+                     (op.matmul, _matmul, "matmul")):
+    _METHODS_FIRST[_f] = _methods_first(_f, _r, f"__{_name}__", f"__r{_name}__")
+    rule(_f, *([pow] if _f is op.pow else []))(_METHODS_FIRST[_f])
+
+for _f, _o, _symbol in ((op.iadd, op.add, "+"), (op.isub, op.sub, "-"), (op.imul, op.mul, "*"),
+                        (op.itruediv, op.truediv, "/"), (op.imod, op.mod, "%"),
+                        (op.ipow, op.pow, "**"), (op.imatmul, op.matmul, "@")):
+    rule(_f)(in_place(_METHODS_FIRST[_o], _symbol))
     changes_arguments(_f)
 
 returns_scalars("arith", op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, op.neg,

@@ -1,0 +1,115 @@
+"""Python's arithmetic operators on objects whose class defines them in Python: the
+method is differentiated, picked as Python picks it (``a.__mul__(b)``, then
+``b.__rmul__(a)`` where that gives NotImplemented, a subclass's reflected method first),
+in both orders of the operands and in the in-place form; a numeric type with Python
+methods (``Fraction``) stays a number."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import bytegrad
+from checks import check_grad
+
+
+class Curve:
+    """Each operator a different nonlinear function of the other operand."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __mul__(self, v):
+        return self.k * v * v
+    __rmul__ = __mul__
+
+    def __add__(self, v):
+        return math.sin(self.k * v)
+
+    def __radd__(self, v):
+        return math.cos(self.k * v)
+
+    def __sub__(self, v):
+        return self.k - v ** 3
+
+    def __rsub__(self, v):
+        return v ** 3 - self.k
+
+    def __truediv__(self, v):
+        return self.k / (1 + v * v)
+
+    def __rtruediv__(self, v):
+        return v / (1 + self.k * v)
+
+    def __pow__(self, v):
+        return self.k ** v
+
+    def __rpow__(self, v):
+        return v ** self.k
+
+    def __matmul__(self, v):
+        return self.k * v[0] * v[1]
+
+    def __mod__(self, v):
+        return NotImplemented
+
+    def __rmod__(self, v):
+        return v * v * self.k
+
+
+class Steeper(Curve):
+    def __rmul__(self, v):  # (a subclass's reflected method goes before the left operand's)
+        return self.k * v ** 3
+
+
+C, S = Curve(1.5), Steeper(0.7)
+_PROGRAMS = {
+    "c * a": lambda a: C * a, "a * c": lambda a: a * C, "c + a": lambda a: C + a,
+    "a + c": lambda a: a + C, "c - a": lambda a: C - a, "a - c": lambda a: a - C,
+    "c / a": lambda a: C / a, "a / c": lambda a: a / C, "c ** a": lambda a: C ** a,
+    "a ** c": lambda a: a ** C, "a % c (NotImplemented first)": lambda a: a % C,
+    "c @ [a, a²]": lambda a: C @ np.array([a, a * a]),
+    "c * steeper * a": lambda a: C * S * a,
+}
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("name", list(_PROGRAMS))
+def test_an_objects_python_operator_is_differentiated(name):
+    check_grad(_PROGRAMS[name], 0.4)
+
+
+@pytest.mark.regression
+def test_the_object_may_be_an_argument():
+    # d/da of C * a is 2 k a: the rule of * once treated the object as a number (k)
+    assert bytegrad.grad(lambda a, c: c * a)(0.4, C) == pytest.approx(2 * 1.5 * 0.4)
+
+
+class _Vec:
+    def __init__(self, x):
+        self.x = x
+
+    def __mul__(self, k):
+        return _Vec(self.x * k)
+
+    def __add__(self, o):
+        return _Vec(self.x + o.x)
+
+
+def test_objects_holding_arrays_and_in_place_forms():
+    def vec(a, w):
+        v = (_Vec(w) * a + _Vec(w * w)) * a
+        v *= a  # (no __imul__: __mul__, as Python does)
+        return np.sum(v.x ** 2)
+    check_grad(vec, 0.4, np.array([1.0, -2.0]))
+
+
+def test_a_number_type_with_python_methods_stays_a_number():
+    check_grad(lambda a: a * Fraction(1, 3) + a * a, 0.4)
+
+
+def test_operands_no_method_accepts_raise_pythons_error():
+    with pytest.raises(TypeError, match="unsupported operand"):
+        bytegrad.grad(lambda a: Curve(1.0) % a)(0.4)
