@@ -37,6 +37,15 @@ def rosenbrock_iadd(x):
     return s
 
 
+def matvec_loop(A, x):
+    """``sum(A @ x)`` by a double loop with ``t +=``: the compiled tier's nested loop."""
+    t = 0.0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            t += A[i, j] * x[j]
+    return t
+
+
 def nested_loop(A, x):
     n = A.shape[0]
     s = 0.0

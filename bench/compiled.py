@@ -42,6 +42,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from .cases import matvec_loop as nested  # noqa: E402
 from .cases import rosenbrock_iadd as rosenbrock  # noqa: E402  (the loop of issue 9's targets)
 from .timer import compare  # noqa: E402
 
@@ -49,13 +50,6 @@ HERE = Path(__file__).resolve().parent
 RATIO_MAX, COMPILE_MAX, WARM_MAX, TAPE_MAX = 3.0, 2.0, 0.3, 16.0
 WARM_RUNS = 5
 
-
-def nested(A, x):
-    t = 0.0
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            t += A[i, j] * x[j]
-    return t
 
 
 def ode(a, b, c):

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import bytegrad
+from bytegrad.bench.cases import matvec_loop as nested_loop
 from checks import fd_gradient
 from compiled_programs import PROGRAMS, ode, rosenbrock
 
@@ -317,18 +318,10 @@ def test_arguments_the_tier_does_not_take_are_named():
     assert "the dynamic tier" in bytegrad.explain(np.sin, 1.0)
 
 
-def _matvec(A, x):
-    t = 0.0
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            t += A[i, j] * x[j]
-    return t
-
-
 def test_the_fast_path_hands_out_fresh_arrays_apart_from_the_arguments_and_each_other():
     rng = np.random.default_rng(1)
     A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
-    g = bytegrad.grad(_matvec, (0, 1), jit=True)
+    g = bytegrad.grad(nested_loop, (0, 1), jit=True)
     first = g(A, x)
     second = g(A, x)  # (the fast path: the types of the last call's)
     for gA, gx in (first, second):
@@ -341,7 +334,7 @@ def test_the_fast_path_hands_out_fresh_arrays_apart_from_the_arguments_and_each_
 
 
 def test_changed_argument_types_take_another_compiled_gradient():
-    g = bytegrad.value_and_grad(_matvec, (0, 1), jit=True)
+    g = bytegrad.value_and_grad(nested_loop, (0, 1), jit=True)
     rng = np.random.default_rng(2)
     A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
     for args in [(A, x), (A.astype(np.float32), x.astype(np.float32)), (A, x), (A[:, ::2], x[::2]),
@@ -349,7 +342,7 @@ def test_changed_argument_types_take_another_compiled_gradient():
         y, (gA, gx) = g(*args)
         assert gA.dtype == args[0].dtype and gx.dtype == args[1].dtype
         assert gA.shape == args[0].shape and gx.shape == args[1].shape
-        assert np.isclose(y, _matvec(*args), rtol=1e-5)
+        assert np.isclose(y, nested_loop(*args), rtol=1e-5)
         assert np.allclose(gA, np.broadcast_to(args[1], args[0].shape)) and np.allclose(gx, args[0].sum(0), rtol=1e-5)
     with pytest.raises(bytegrad.NotCompilableError):
         g(A, [1.0, 2.0, 3.0, 4.0])  # (a list: refused, where the fast path could not take it)
