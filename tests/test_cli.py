@@ -82,6 +82,7 @@ def test_dot_pictures_name_the_sources_values(tmp_path, capsys):
     assert "%5  push: onto the tape" in rows["s1"]                 # forward
     assert "@g2  the gradient of x" in rows["s2"]                  # adjoint: slots, the pop
     assert any(r.endswith("pop: the tape's next entry, last first") for r in rows["s2"])
+    assert {"%2  x"} <= set(rows["s3"]) and any(r.endswith("the tangent of x") for r in rows["s3"])
     for k, r in rows.items():  # each value named once: stale names of dropped values are left out
         tokens = [x.split("  ")[0] for x in r[1:] if x]
         assert len(tokens) == len(set(tokens)), (k, r)

@@ -141,6 +141,12 @@ def tangent(ir, active, hooks) -> IR:
                 y = br.args[0]
                 new.args = [out.push(cur, Stmt(ops.build_tuple, (look(y), dot(y)), None, br.line))]
             out.branch(cur, new)
+    names = out.meta.names
+    for v, n in m.names.items():
+        if isinstance(env.get(v), Var):
+            names[env[v]] = n
+        if isinstance(tan.get(v), Var):
+            names[tan[v]] = f"the tangent of {n}"
     return out
 
 
