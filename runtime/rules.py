@@ -8,6 +8,8 @@ gradient) except for callables marked `effectful`.  Rules are found by the calla
 """
 from __future__ import annotations
 
+import types
+
 from .errors import full_name
 
 
@@ -221,10 +223,20 @@ is_effectful = _reading("effectful", False)
 
 def is_changing(f) -> bool:
     """Whether ``f`` may change its arguments in place: marked so (`changes_arguments`), or
-    without a record and called as Python code (`called_as`: a NumPy function's Python
-    implementation, ``np.put_along_axis``), which may."""
+    without a record and run as Python code, which may: a function or class of Python (a
+    module's, reached as ``mod.f``), a callable object, or a C type called as Python
+    (`called_as`: a NumPy function's Python implementation, ``np.put_along_axis``).  A C
+    function or type without a record (``print``, ``isinstance``) changes nothing."""
     r = record_of(f)
-    return type(f) in CALLS if r is None else r.changes_args
+    if r is not None:
+        return r.changes_args
+    if type(f) in CALLS:
+        return True
+    return not (isinstance(f, _C_FUNCTIONS) or isinstance(f, type) and f.__module__ == "builtins")
+
+
+_C_FUNCTIONS = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
+                types.WrapperDescriptorType, types.MethodWrapperType)
 
 
 is_sparse = _reading("sparse", False)

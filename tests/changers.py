@@ -13,3 +13,7 @@ class Zeroing:
     def __init__(self, a):
         a[1] = 0.0
         self.a = a
+
+
+def reverse_in_place(a):
+    a[:] = a[::-1].copy()

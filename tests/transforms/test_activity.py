@@ -158,9 +158,17 @@ def _constant_out(x):
     return y * y
 
 
+def _index_changed_by_another_modules_function(x):
+    i = np.array([0, 0, 2])
+    y = x[i]
+    changers.reverse_in_place(i)  # (a constant callee: Python code, which may change i)
+    return np.sum(y * np.array([1.0, 2.0, 3.0]))
+
+
 @pytest.mark.regression
 @pytest.mark.parametrize("f", [_index_fill, _index_imul, _index_out, _list_index_reverse,
-                               _index_user_function, _mask_fill, _matrix_fill, _constant_out])
+                               _index_user_function, _mask_fill, _matrix_fill, _constant_out,
+                               _index_changed_by_another_modules_function])
 def test_an_object_a_pullback_holds_changed_later_by_an_inactive_call(f):
     check_stateful(f, np.array([0.5, -1.2, 2.0]))
 
