@@ -62,6 +62,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     if rebound:  # (``global L; L = [...]``: what it names when this runs may be changed)
         changeable = lambda g, was=changeable: g.name in rebound or was(g)
     made = {v for _, v, st in ir.statements() if st.fn is ops.make_function}  # code of ours
+    code = lambda x: x in made if isinstance(x, Var) else isinstance(x, Global) and python_code(x)
     args = ir.blocks[0].args
     active = Activity(args if wrt is None else (args[i] for i in wrt))
     soft = active.soft
@@ -91,7 +92,7 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
         for blk in ir.blocks:
             for v, st in blk.stmts:
                 const = not isinstance(st.fn, Var)
-                may_change = _may_change(st, changing, settled)
+                may_change = _may_change(st, changing, settled, code)
                 touched = may_change and aliases.touches(
                     _containing(st, hazard.numbers) + list(owner.get(st.fn, ())), held)
                 if touched and v not in active:
@@ -137,17 +138,21 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
     return active
 
 
-def _may_change(st, changing, settled) -> bool:
+def _may_change(st, changing, settled, code) -> bool:
     """Whether ``st`` may change an operand in place: a callee known only at run time, one
-    that changes its arguments, or an ``out=``.  ``f(*args, **kw)`` (``ops.apply``) is
-    asked about ``f``, and its keywords, unknown here, may hold ``out=``."""
+    that changes its arguments, an ``out=``, or a callee given Python code (``code(x)``:
+    a function made here or a global naming one), which it may run on the other operands
+    (``functools.reduce(f, xs, acc)``).  ``f(*args, **kw)`` (``ops.apply``) is asked about
+    ``f``, and its keywords, unknown here, may hold ``out=``."""
     fn = st.fn
     if fn is ops.apply and st.args:
         fn = st.args[0]
         if len(st.args) > 2:
             return True
     return isinstance(fn, Var) or changing(fn) or "out" in st.kw or \
-        isinstance(fn, Global) and not settled(fn)
+        isinstance(fn, Global) and not settled(fn) or \
+        getattr(fn, "__module__", None) != ops.__name__ and not settled(fn) and \
+        any(code(x) for x in (*st.args, *st.kw.values()))  # (the IR's own operations run no code)
 
 
 class _Aliases:

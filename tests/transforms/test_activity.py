@@ -165,10 +165,23 @@ def _index_changed_by_another_modules_function(x):
     return np.sum(y * np.array([1.0, 2.0, 3.0]))
 
 
+def _reverse_acc(acc, _):
+    changers.reverse_in_place(acc)
+    return acc
+
+
+def _index_changed_by_code_a_rule_runs(x):
+    i = np.array([0, 0, 2])
+    y = x[i]
+    functools.reduce(_reverse_acc, [1], i)  # (reduce's rule runs _reverse_acc on i)
+    return np.sum(y * np.array([1.0, 2.0, 3.0]))
+
+
 @pytest.mark.regression
 @pytest.mark.parametrize("f", [_index_fill, _index_imul, _index_out, _list_index_reverse,
                                _index_user_function, _mask_fill, _matrix_fill, _constant_out,
-                               _index_changed_by_another_modules_function])
+                               _index_changed_by_another_modules_function,
+                               _index_changed_by_code_a_rule_runs])
 def test_an_object_a_pullback_holds_changed_later_by_an_inactive_call(f):
     check_stateful(f, np.array([0.5, -1.2, 2.0]))
 
