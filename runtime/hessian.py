@@ -17,6 +17,7 @@ code is.
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 from typing import Any, Callable, Sequence
 
@@ -95,6 +96,8 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     @functools.wraps(f)
     def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
+        if kw:
+            args, kw = _by_position(f, args, kw)
         g = functools.partial(f, **kw) if kw else f
 
         def column(ts):
@@ -105,3 +108,15 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
             return None, d
         return forward_jacobian(column, None, args, argnums, False, "hessian")
     return hess
+
+
+def _by_position(f, args, kw):
+    """``(args, kw)`` with the keywords that name ``f``'s positional parameters passed by
+    position instead (the defaults between them filled in), after ``args``: second order
+    does not reach a call with keywords yet, and the Hessian's positions are unchanged."""
+    try:
+        bound = inspect.signature(f).bind(*args, **kw)
+    except (TypeError, ValueError):  # (no signature, or a call that does not bind: as it was)
+        return args, kw
+    bound.apply_defaults()
+    return bound.args, bound.kwargs

@@ -209,3 +209,24 @@ def test_hessian_of_a_function_with_no_gradient_is_refused_never_nan():
     for f in (lambda x: int(x[0] > 0), lambda x: 3.0):
         with pytest.raises(TypeError, match="float inputs and outputs"):
             hessian(f)(np.array([1.0, 2.0]))
+
+
+def _scaled_cubes(x, scale=1.0, shift=0.5, power=3):
+    return scale * np.sum((x - shift) ** power)
+
+
+@pytest.mark.parametrize("kw", [{"scale": 2.0}, {"power": 4}, {"shift": -1.0, "scale": 0.5},
+                                {"power": 4, "scale": 3.0, "shift": 0.0}])
+def test_hessian_passes_keyword_arguments_through_as_jax_does(kw):
+    x = np.array([1.0, 2.0, -0.5])
+    a = {**dict(scale=1.0, shift=0.5, power=3), **kw}
+    p = a["power"]
+    closed = np.diag(a["scale"] * p * (p - 1) * (x - a["shift"]) ** (p - 2))
+    np.testing.assert_allclose(hessian(_scaled_cubes)(x, **kw), closed, rtol=1e-12)
+
+
+def test_hessian_of_a_keyword_only_parameter_given_is_refused_by_name():
+    def f(x, *, scale=1.0):
+        return scale * np.sum(x ** 3)
+    with pytest.raises(bytegrad.NestingError, match="second order|nested differentiation"):
+        hessian(f)(np.array([1.0, 2.0]), scale=2.0)
