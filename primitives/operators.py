@@ -39,6 +39,8 @@ _FLOATS = frozenset({float, np.float64})
 _INTS = frozenset({int, bool})
 _SEQUENCES = frozenset({list, tuple})
 _FUNCTION = types.FunctionType
+# operands whose operators are C code: an object of another class may define them in Python
+_BUILTIN = frozenset({float, int, bool, complex, np.float64, np.float32, np.ndarray, list, tuple})
 
 
 def _sum_items(gs):
@@ -94,7 +96,10 @@ def _as(x, y) -> bool:
         and x.dtype.kind in "fc"
 
 
+@rule(op.add)
 def _add(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.add, a, b)):
+        return m
     r = _real(a, b)
     if r is not None:
         fa, fb = r
@@ -106,7 +111,10 @@ def _add(a, b):
     return y, _sum_back(a, b, 1, y)
 
 
+@rule(op.sub)
 def _sub(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.sub, a, b)):
+        return m
     r = _real(a, b)
     if r is not None:
         fa, fb = r
@@ -115,7 +123,10 @@ def _sub(a, b):
     return y, _sum_back(a, b, -1, y)
 
 
+@rule(op.mul)
 def _mul(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.mul, a, b)):
+        return m
     r = _real(a, b)
     if r is not None:
         fa, fb = r
@@ -132,7 +143,10 @@ def _mul(a, b):
     return a * b, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
+@rule(op.truediv)
 def _div(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.truediv, a, b)):
+        return m
     y = a / b
     r = _real(a, b)
     if r is not None and b:  # (b is 0 only as a float64 here: float / 0.0 raised)
@@ -155,7 +169,10 @@ def _as_is(d, g):
 nondifferentiable(op.floordiv, op.ifloordiv)  # piecewise constant: no gradient
 
 
+@rule(op.mod)
 def _mod(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.mod, a, b)):
+        return m
     y = a % b
     if isinstance(a, str):
         return y, lambda d: (None, None, None)
@@ -229,7 +246,11 @@ def int_power_grad(d, a, n):
     return zero_cotangent(d, d * n * a ** (n - 1)) if n else d * 0.0
 
 
+@rule(op.pow, pow)
 def _pow(a, b, *mod):
+    if not mod and (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and \
+            (m := _by_method(op.pow, a, b)):
+        return m
     if mod:
         return pow(a, b, *mod), lambda d: (None, None, None, None)
     y = a ** b
@@ -253,7 +274,10 @@ def _fill_back(a, b, y, d):
     return pow_grads(a, b, y, d.dense())
 
 
+@rule(op.matmul)
 def _matmul(a, b):
+    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.matmul, a, b)):
+        return m
     def back(d):
         ga, gb = matmul_thunks(a, b, d)
         return _grads(a, b, ga, gb)
@@ -276,29 +300,17 @@ def _abs(a):
     return y, lambda d: (None, ub(a, abs_grad(a, y, d)))
 
 
-def _methods_first(f, r, name, rname):
-    """``f``'s rule: ``r``, unless an operand is an object (not a number) whose class
-    defines the operator in Python (``__mul__``, or the other operand's ``__rmul__``):
-    then that method, differentiated, as Python picks it (`_by_method`)."""
-    def rule_(a, b, *rest):
-        if not rest and (type(getattr(type(a), name, None)) is _FUNCTION
-                         or type(getattr(type(b), rname, None)) is _FUNCTION) \
-                and not (isinstance(a, numbers.Number) and isinstance(b, numbers.Number)):
-            y = _by_method(f, a, b, name, rname)
-            if y is not None:
-                return y
-        return r(a, b, *rest)
-    rule_.__name__ = rule_.__qualname__ = r.__name__
-    return rule_
-
-
-def _by_method(f, a, b, name, rname):
+def _by_method(f, a, b):
     """``a op b`` by the operands' methods, as Python calls them: ``type(a).name(a, b)``,
     then ``type(b).rname(b, a)`` if that gave NotImplemented (``b``'s first where its class
     is a subclass of ``a``'s that overrides it); a Python method differentiated, a C one
     run plainly (a number's, given an object: NotImplemented; None if it gives a value,
     an array's broadcast over an object: the rule's)."""
+    name, rname = _DUNDERS[f]
     ta, tb = type(a), type(b)
+    if not (type(getattr(ta, name, None)) is _FUNCTION or type(getattr(tb, rname, None)) is _FUNCTION) \
+            or isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return None
     calls = [(getattr(ta, name, None), a, b, False)]
     if tb is not ta:
         rm = getattr(tb, rname, None)
@@ -325,17 +337,14 @@ nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, o
                   op.irshift)  # (| & ^ and their in-place forms: sets.py)
 
 
-_METHODS_FIRST = {}
-for _f, _r, _name in ((op.add, _add, "add"), (op.sub, _sub, "sub"), (op.mul, _mul, "mul"),
-                     (op.truediv, _div, "truediv"), (op.mod, _mod, "mod"), (op.pow, _pow, "pow"),
-                     (op.matmul, _matmul, "matmul")):
-    _METHODS_FIRST[_f] = _methods_first(_f, _r, f"__{_name}__", f"__r{_name}__")
-    rule(_f, *([pow] if _f is op.pow else []))(_METHODS_FIRST[_f])
+_DUNDERS = {f: (f"__{n}__", f"__r{n}__") for f, n in (
+    (op.add, "add"), (op.sub, "sub"), (op.mul, "mul"), (op.truediv, "truediv"), (op.mod, "mod"),
+    (op.pow, "pow"), (op.matmul, "matmul"))}
 
-for _f, _o, _symbol in ((op.iadd, op.add, "+"), (op.isub, op.sub, "-"), (op.imul, op.mul, "*"),
-                        (op.itruediv, op.truediv, "/"), (op.imod, op.mod, "%"),
-                        (op.ipow, op.pow, "**"), (op.imatmul, op.matmul, "@")):
-    rule(_f)(in_place(_METHODS_FIRST[_o], _symbol))
+for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
+                        (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),
+                        (op.imatmul, _matmul, "@")):
+    rule(_f)(in_place(_r, _symbol))
     changes_arguments(_f)
 
 returns_scalars("arith", op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, op.neg,
