@@ -96,6 +96,17 @@ def backwards_with_a_branch(x, y):
     return s
 
 
+def step_given(x, k):
+    s = 0.0
+    for i in range(0, len(x), k):
+        s += x[i] ** 3
+    for i in range(len(x) - 1, -1, -k):
+        for j in range(i, i):  # (no pass)
+            s += x[j]
+        s = s * 0.5 + x[i]
+    return s
+
+
 _r = np.random.default_rng(7)
 PROGRAMS = [
     (rosenbrock, (_r.normal(size=12),), 0),
@@ -111,4 +122,6 @@ PROGRAMS = [
     (three_d, (_r.normal(size=(2, 3, 4)),), 0),
     (triangular, (_r.normal(size=7),), 0),
     (backwards_with_a_branch, (_r.uniform(-0.2, 1.2, size=6), 0.7), (0, 1)),
+    (step_given, (_r.normal(size=7), 2), 0),
+    (step_given, (_r.normal(size=7), 3), 0),
 ]

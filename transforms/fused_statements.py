@@ -2,7 +2,8 @@
 
 `Statements.forward` writes a statement as numba code (``v5 = v3 * v4``; an element
 read ``v7 = v2[v6]``, its index tested in the forward sweep alone), `Statements.adjoint`
-the lines that add its operands' adjoints (``d3 += d5 * v4``), and `Statements.needs`
+the lines that add its operands' adjoints (``d3 += d5 * v4``, written ``d3 = d5 * v4``
+where ``d3`` is known to be zero, by `fused`), and `Statements.needs`
 the values those lines read, which the block's plan recomputes or takes from a tape.
 A loop over ``range(n)`` keeps the iteration protocol's values apart: ``ops.iterate``
 writes nothing, its test is ``v6 < v4_1`` and its item the index itself:
@@ -23,8 +24,8 @@ writes nothing, its test is ``v6 < v4_1`` and its item the index itself:
                 ret = v5
                 ...
             if blk == 0:
-                d3 += d5 * v4
-                d4 += d5 * v3
+                d3 = d5 * v4
+                d4 = d5 * v3
                 d5 = 0.0
                 d2[1] += d4
                 d4 = 0.0
