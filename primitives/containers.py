@@ -190,6 +190,13 @@ def _iter(xs, *sentinel):
     return iter(xs, *sentinel), nograd(1 + len(sentinel))
 
 
+@rule(IndexIter)
+def _index_iter(xs):
+    # (as ``iter``'s: a forward rule makes one directly, and a level lifting it follows
+    # the items' gradients, one-hots of ``xs``, back to ``xs``)
+    return IndexIter(xs), lambda d: (None, d)
+
+
 def python_iterable(x) -> bool:
     """Whether ``x`` is an object of a class whose iteration is Python code: an
     ``__iter__``, or a ``__getitem__`` Python's iteration falls back on."""

@@ -171,7 +171,7 @@ def _or_derived(f, at, fr):
     other tangent is nonzero; the rule derived from the reverse one for the others
     (``np.atleast_1d(x, y)``, a differentiable ``constant_values``)."""
     def r(ts, *args, **kw):
-        if any(not zero_tangent(t) for i, t in enumerate(ts) if i not in at):
+        if any([not zero_tangent(t) for i, t in enumerate(ts) if i not in at]):  # (a list: forward over forward lifts this; generators it does not)
             return derived(f, record_of(f))(ts, *args, **kw)
         return fr(ts, *args, **kw)
     return r
@@ -260,9 +260,9 @@ def each_linear(f):
     @frule(f)
     def fr(ts, *args, **kw):
         y = f(*args, **kw)
-        if all(t is None for t in ts):
+        if all([t is None for t in ts]):
             return y, None
-        return y, f(*(dense(t, a) for t, a in zip(ts, args)), **kw)
+        return y, f(*[dense(t, a) for t, a in zip(ts, args)], **kw)
     return fr
 
 
@@ -278,7 +278,7 @@ def sequence_linear(f):
     def fr(ts, xs, *rest, **kw):
         y = f(xs, *rest, **kw)
         d = ts[0]
-        if d is None or all(di is None for di in d):
+        if d is None or all([di is None for di in d]):
             return y, None
         return y, f([dense(di, x) for di, x in zip(d, xs)], *rest, **kw)
     return fr
@@ -488,7 +488,7 @@ def same_write(f, target, values):
     def fr(ts, *args, **kw):
         a = args[target]
         sh = current()
-        if all(t is None for t in ts) and id(a) not in sh.entries and not sh.entries:
+        if all([t is None for t in ts]) and id(a) not in sh.entries and not sh.entries:
             return f(*args, **kw), None
         t = sh.writable(a, ts[target], f"{f.__qualname__}")
         y = f(*args, **kw)
@@ -514,7 +514,7 @@ same_write(np.fill_diagonal, 0, (1,))
 @frule(np.ufunc.at)
 def _ufunc_at(ts, uf, a, idx, b=None):
     if uf not in (np.add, np.subtract) or b is None:
-        if a.dtype.kind in "fc" and any(t is not None for t in ts):
+        if a.dtype.kind in "fc" and any([t is not None for t in ts]):
             raise NotImplementedError(f"forward mode: np.{uf.__name__}.at is not differentiable; only "
                                       f"np.add.at and np.subtract.at are")
         return uf.at(a, idx, *(() if b is None else (b,))), None

@@ -69,7 +69,7 @@ def _list_to_tuple(ts, xs):
 @frule(ops.build_dict)
 def _build_dict(ts, *kv):
     d = ops.build_dict(*kv)
-    return d, none_if_zero(dict(zip(kv[::2], ts[1::2]))) if any(t is not None for t in ts[1::2]) else None
+    return d, none_if_zero(dict(zip(kv[::2], ts[1::2]))) if any([t is not None for t in ts[1::2]]) else None
 
 
 @frule(ops.identity)
@@ -144,6 +144,11 @@ def _iter(ts, xs, *sentinel):
     if type(xs) is IndexIter:  # (map's, filter's: the iterator itself, its tangent too)
         return xs, ts[0]
     return iter(xs, *sentinel), None
+
+
+@frule(IndexIter)
+def _index_iter(ts, xs):  # (as ``iter``'s, for a level lifting `_iter`)
+    return IndexIter(xs), ts[0]
 
 
 @frule(ops.iterate)
@@ -431,24 +436,20 @@ def _comprehension_extend(ts, xs, ys):
 
 @frule(ops.map_add)
 def _map_add(ts, m, k, v):
-    ops.map_add(m, k, v)
+    m = ops.map_add(m, k, v)  # (its result, as for list_extend: reverse mode follows that)
     if ts[0] is None and ts[2] is None:
         return m, None
-    d = ts[0] if ts[0] is not None else {}
-    d[k] = ts[2]
-    return m, d
+    return m, ops.map_add(ts[0] if ts[0] is not None else {}, k, ts[2])
 
 
 def _merging(merge):
     """``{**a, **b}`` and ``f(**a, **b)``: the dict built is fresh, its tangent too."""
     @frule(merge)
     def fr(ts, d, m):
-        merge(d, m)
+        d = merge(d, m)  # (its result: see `_map_add`)
         if ts[0] is None and ts[1] is None:
             return d, None
-        out = ts[0] if ts[0] is not None else {}
-        out.update(ts[1] or {})
-        return d, out
+        return d, ops.dict_update(ts[0] if ts[0] is not None else {}, ts[1] or {})
     return fr
 
 

@@ -17,7 +17,6 @@ code is.
 from __future__ import annotations
 
 import functools
-import inspect
 import types
 from typing import Any, Callable, Sequence
 
@@ -96,9 +95,7 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     @functools.wraps(f)
     def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
-        if kw:
-            args, kw = _by_position(f, args, kw)
-        g = functools.partial(f, **kw) if kw else f
+        g = (lambda *a: f(*a, **kw)) if kw else f
 
         def column(ts):
             d = hvp(g, args, ts, argnums)
@@ -110,13 +107,3 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     return hess
 
 
-def _by_position(f, args, kw):
-    """``(args, kw)`` with the keywords that name ``f``'s positional parameters passed by
-    position instead (the defaults between them filled in), after ``args``: second order
-    does not reach a call with keywords yet, and the Hessian's positions are unchanged."""
-    try:
-        bound = inspect.signature(f).bind(*args, **kw)
-    except (TypeError, ValueError):  # (no signature, or a call that does not bind: as it was)
-        return args, kw
-    bound.apply_defaults()
-    return bound.args, bound.kwargs

@@ -28,22 +28,24 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import operator
 import types
 
 import numpy as np
 
 from . import api, jax_api, shadow
-from .algebra import unwrap
+from .algebra import is_differentiable, unwrap
+from .binding import bind
 from .computing import computing
 from .errors import full_name, user_location
 from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
-from .jvp import compiled_tangent, jvp_call, jvp_call_kw
+from .jvp import _PLANS, compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
-from .rules import CALLS, Lazy, nondifferentiable, nograd, record_of, rule
+from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
 _COMPUTING = computing()
@@ -62,29 +64,28 @@ def _refuse(what):
 
 # -- running a function's tangent code as an ordinary function ------------------------
 
-def _plan(f, n, kw):
-    """How `jvp_call(f, df, dargs, *args)` (``n`` arguments) runs, as a callable another
-    level can lift: ``("frule", fr)``, ``fr(dargs, *args)``; ``("code", tf)``,
+def _plan(f, args, kw):
+    """How `jvp_call(f, df, dargs, *args, **kw)` runs, as a callable another level can
+    lift: ``("frule", fr, b)``, ``fr(dargs, *args)`` (``"derived"``: ``fr`` derived from
+    the reverse rule, which a level cannot lift); ``("code", tf, b)``,
     ``tf(f, *args, df, *dargs)``; ``("self", g, obj)``, ``g`` called with ``obj`` first
-    (a bound method, a callable object); ``("plain",)``, no tangent."""
-    if kw:
-        _refuse(f"a call with keyword arguments ({full_name(f)}); pass them by position")
+    (a bound method, a callable object); ``("plain",)``, no tangent.  ``b`` (None: the
+    call as it is) lays a call with keywords, or another number of arguments than the
+    code's, out by position (`_Call`, `_Moved`)."""
+    n = len(args)
     fr = frule_for(f)
     if fr is not None:
-        return ("frule", fr)
+        return ("frule", fr, _Moved.of(f, fr, args, kw))
     r = record_of(f)
     if r is not None and r.nondiff:
         return ("plain",)
     if r is not None and r.fn is not None:
-        return ("frule", derived(f, r))
+        return ("derived", derived(f, r), _Moved.of(f, None, args, kw))
     t = type(f)
     if t is types.FunctionType:
         c = compiled_tangent(f)
-        star = _star_call(c)
-        if star is not None:
-            _refuse(f"a call like g(x, *args) ({f.__code__.co_filename}:{star}) in code "
-                    f"differentiated to second order; call g(*((x,) + args)) instead")
-        return ("code", types.FunctionType(c.tangent_code, f.__globals__), _binding(f, n, c))
+        return ("code", types.FunctionType(c.tangent_code, f.__globals__),
+                None if c.arity == n and not kw else _Call(f, n, tuple(kw)))
     if t is types.MethodType:
         return ("self", f.__func__, f.__self__)
     if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
@@ -111,60 +112,117 @@ def _changed(entries) -> bool:
     return any(not isinstance(x, types.ModuleType) and id(x) not in spaces for x in xs)
 
 
-_STARS: dict = {}
+_LAYOUTS: dict = {}
 
 
-def _star_call(c):
-    """The line of an active call like ``g(x, *args)`` in tangent code ``c`` (whose
-    argument list the tangent code builds by extending a list in place, which reverse
-    mode does not follow yet; ``g(*args)`` alone is fine), or None."""
-    key = id(c)
-    if key not in _STARS:
-        _STARS[key] = next((st.line for _, _, st in c.stages.tangent.statements()
-                            if st.fn is jvp_call and st.args and st.args[0] is ops.list_extend), None)
-    return _STARS[key]
+class _Call:
+    """A call of Python function ``f`` with ``n`` arguments and the keywords ``keys`` as
+    its code's entry takes it: each parameter in code order (positional, keyword-only, a
+    tuple for ``*args``, a dict for ``**kw``), defaults filled in as constants.  `bind`
+    lays out values given as the call gives its arguments (``zero``: tangents, a default's
+    None), `unbind` the parameters' gradients back as ``(positional, keywords)``."""
 
+    rest: dict = {}  # (the keywords left: none)
 
-class _Binding:
-    """A call of a Python function with ``n`` positional arguments bound to its
-    parameters: the first ``k`` as they are, then defaults (constants), then a tuple for
-    ``*args``, an empty dict for ``**kw``; `unbind` maps parameters' gradients back."""
+    def __init__(self, f, n, keys):
+        dflt, kwd = f.__defaults__ or (), f.__kwdefaults__ or {}
+        key = (f.__code__, n, keys, len(dflt), tuple(kwd))
+        self.f, self.n, self.layout = f, n, _LAYOUTS.get(key) or _LAYOUTS.setdefault(key, _layout(f, n, keys))
 
-    def __init__(self, f, n):
-        code = f.__code__
-        if code.co_kwonlyargcount:
-            _refuse(f"{full_name(f)}, which has keyword-only parameters")
-        self.k, self.n = min(n, code.co_argcount), n
-        need = code.co_argcount - self.k
-        dflt = f.__defaults__ or ()
-        if need > len(dflt):
-            raise TypeError(f"{full_name(f)} takes {code.co_argcount} positional arguments, got {n}")
-        self.defaults = dflt[len(dflt) - need:] if need else ()
-        self.varargs = bool(code.co_flags & 0x04)
-        self.varkw = bool(code.co_flags & 0x08)
-        if n > code.co_argcount and not self.varargs:
-            raise TypeError(f"{full_name(f)} takes {code.co_argcount} positional arguments, got {n}")
-
-    def bind(self, xs, zero=False):
-        k = self.k
-        out = tuple(xs[:k]) + ((None,) * len(self.defaults) if zero else self.defaults)
-        if self.varargs:
-            out += (tuple(xs[k:]),)
-        if self.varkw:
-            out += (None if zero else {},)
-        return out
+    def bind(self, xs, kws, zero=False):
+        def one(s):
+            return xs[s[1]] if s[0] == "arg" else kws.get(s[1])
+        out = []
+        for kind, x in self.layout:
+            out.append(one(x) if kind == "one" else tuple(map(one, x)) if kind == "star" else
+                       {k: one(s) for k, s in x} if kind == "dstar" else None if zero else
+                       self.f.__defaults__[x] if kind == "default" else self.f.__kwdefaults__[x])
+        return tuple(out)
 
     def unbind(self, gs):
-        k = self.k
-        out = tuple(gs[:k])
-        if self.varargs:
-            rest = gs[k + len(self.defaults)]
-            out += tuple(rest) if rest is not None else (None,) * (self.n - k)
-        return out
+        ga, gk = [None] * self.n, {}
+
+        def put(s, g):
+            if s[0] == "arg":
+                ga[s[1]] = g
+            else:
+                gk[s[1]] = g
+        for (kind, x), g in zip(self.layout, gs):
+            if kind == "one":
+                put(x, g)
+            elif kind == "star":
+                for j, s in enumerate(x):
+                    put(s, None if g is None else g[j])
+            elif kind == "dstar":
+                for k, s in x:
+                    put(s, None if g is None else g.get(k))
+        return tuple(ga), gk
 
 
-def _binding(f, n, c):
-    return None if c.arity == n else _Binding(f, n)
+def _layout(f, n, keys):
+    """`_Call`'s layout: per parameter ``("one", source)``, ``("star", sources)``,
+    ``("dstar", ((key, source), ...))``, ``("default", index)`` or ``("kwdefault",
+    name)``, a source being ``("arg", i)`` or ``("kw", name)``; binding raises Python's
+    TypeError for a call that does not fit."""
+    P = inspect.Parameter
+    sig = fw._code_signature(f)
+    ba = fw._bind_as_python(sig, [("arg", i) for i in range(n)], {k: ("kw", k) for k in keys})
+    first = f.__code__.co_argcount - len(f.__defaults__ or ())
+    out = []
+    for j, name in enumerate(fw._entry_names(f.__code__)):
+        kind, v = sig.parameters[name].kind, ba.arguments.get(name)
+        out.append(("star", tuple(v or ())) if kind is P.VAR_POSITIONAL else
+                   ("dstar", tuple((v or {}).items())) if kind is P.VAR_KEYWORD else
+                   ("one", v) if name in ba.arguments else
+                   ("kwdefault", name) if kind is P.KEYWORD_ONLY else ("default", j - first))
+    return tuple(out)
+
+
+class _Moved:
+    """A call with keywords of a callable with a forward rule ``fr``, those keywords that
+    name positions moved there (`binding.bind`).  The keywords left (``rest``) stay
+    keywords: constants, or values with tangents when ``fr`` takes the keywords' tangents
+    in a trailing dict (``keyword_tangents``: a level's own `jvp_call_kw`).  `bind` and
+    `unbind` as `_Call`'s."""
+
+    @classmethod
+    def of(cls, f, fr, args, kw):
+        return cls(f, fr, args, kw) if kw else None
+
+    def __init__(self, f, fr, args, kw):
+        b = bind(f, record_of(f) or _PLANS.setdefault(f, Rule()), args, kw)
+        if b is None:
+            _refuse(f"this call of {full_name(f)} (a position it skips has no default)")
+        new, self.rest, self.moved = b
+        self.n, self.m, self.filled = len(args), len(new), new[len(args):]
+        self.keyed = bool(self.rest) and getattr(fr, "keyword_tangents", False)
+        stuck = [k for k, v in self.rest.items() if is_differentiable(v)]
+        if stuck and not self.keyed:
+            _refuse(f"the keyword argument {stuck[0]!r} of {full_name(f)}, which its rule takes as "
+                    f"a keyword; pass it by position")
+
+    def bind(self, xs, kws, zero=False):
+        at = {i: k for k, i in self.moved.items()}
+        out = tuple(xs) + tuple(kws.get(at[i]) if i in at else None if zero else x
+                                for i, x in enumerate(self.filled, self.n))
+        return out + ({k: kws.get(k) for k in self.rest},) if zero and self.keyed else out
+
+    def unbind(self, gs, rest=None):
+        """``rest``: the gradients of the keywords left (a dict); for tangents, the
+        trailing dict of ``gs``."""
+        rest = gs[self.m] if self.keyed and len(gs) > self.m else rest
+        named = {k: gs[i] for k, i in self.moved.items()}
+        if self.keyed and rest is not None:
+            named.update((k, rest.get(k)) for k in self.rest)
+        return tuple(gs[:self.n]), named
+
+
+def _laid(b, xs, kws, zero=False):
+    return tuple(xs) if b is None else b.bind(xs, kws, zero)
+
+
+def _unlaid(b, gs, rest=None):
+    return (tuple(gs), {}) if b is None else b.unbind(gs, rest) if rest is not None else b.unbind(gs)
 
 
 def _full(ts, n):
@@ -174,40 +232,67 @@ def _full(ts, n):
 @rule(jvp_call)
 def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     """Reverse over forward: the pullback of the tangent code (or forward rule) run."""
+    y, back = _reverse_over_forward(f, df, dargs, None, args, kw)
+    return y, _laid_out(back, False, kw)
+
+
+@rule(jvp_call_kw)
+def _jvp_call_kw_rule(f, df, dargs, dkw, /, *args, **kw):
+    y, back = _reverse_over_forward(f, df, dargs, dkw, args, kw)
+    return y, _laid_out(back, True, kw)
+
+
+def _laid_out(back, keyed, kw):
+    """A rule's pullback from `_reverse_over_forward`'s ``back``: the gradients of
+    ``(f, df, dargs[, dkw], *args)``, then the keywords' in a dict."""
+    def pb(d):
+        gf, gdf, gd, gkd, ga, gka = back(d)
+        return (None, gf, gdf, gd) + ((gkd or None,) if keyed else ()) + ga + ((gka,) if kw else ())
+    return wrapping(back, pb)
+
+
+def _reverse_over_forward(f, df, dargs, dkw, args, kw):
+    """``jvp_call_kw(f, df, dargs, dkw, *args, **kw)`` run so this level can pull back
+    through it: ``(y, back)``, ``back(d)`` the gradients of ``f``, ``df``, ``dargs``,
+    ``dkw`` (a dict), ``args`` (a tuple) and ``kw`` (a dict)."""
     n = len(args)
-    plan = _plan(f, n, kw)
-    if plan[0] == "frule":
-        y, pb = forward(plan[1], dargs, *args)  # (scalar arithmetic: `second_order_rules`)
-        return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
-    if plan[0] == "code":
-        b = plan[2]
-        sh = current()
-        before = len(sh.entries)
-        if b is None:
-            y, pb = forward(plan[1], f, *args, df, *_full(dargs, n))
-        else:
-            y, pb = forward(plan[1], f, *b.bind(args), df, *b.bind(_full(dargs, n), True))
-        if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
-            _refuse(f"a change in place (xs.append(v), a[i] = v, obj.x = v) in {full_name(f)}, "
-                    f"differentiated to second order; build a new value instead")
-        m = n if b is None else len(b.bind(args))
-
-        def back(d):
-            g = pb(d)
-            ga, gd = g[2:2 + m], g[3 + m:]
-            if b is not None:
-                ga, gd = b.unbind(ga), b.unbind(gd)
-            return (None, g[1], g[2 + m], tuple(gd), *ga)
-        return y, wrapping(pb, back)
+    plan = _plan(f, args, kw)
+    dargs, dkw = _full(dargs, n), dkw or {}
     if plan[0] == "self":
-        y, pb = forward(jvp_call, plan[1], None, (df,) + _full(dargs, n), plan[2], *args)
+        y, back = _reverse_over_forward(plan[1], None, (df,) + dargs, dkw, (plan[2],) + args, kw)
+
+        def by_self(d):
+            _, _, gd, gkd, ga, gka = back(d)
+            return ga[0], gd[0], gd[1:], gkd, ga[1:], gka
+        return y, wrapping(back, by_self)
+    if plan[0] in ("plain", "opaque"):
+        return _opaque(plan, f, dargs, args, kw), lambda d: (None, None, (None,) * n, None, (None,) * n, {})
+    b = plan[2]
+    ins, dins = _laid(b, args, kw), _laid(b, dargs, dkw, True)
+    m = len(ins)
+    if plan[0] == "derived":
+        _derived_untangented(f, dins)
+    if plan[0] in ("frule", "derived"):
+        y, pb = forward(plan[1], dins, *ins, **(b.rest if b else {}))  # (arithmetic: `second_order_rules`)
 
         def back(d):
-            g = pb(d)  # (_, d_g, d_dg, d_dargs, d_obj, *d_args)
-            return (None, g[4], (g[3] or (None,) * (n + 1))[0], tuple((g[3] or (None,) * (n + 1))[1:]),
-                    *g[5:])
+            g = pb(d)  # (_, d_dins, *d_ins[, d_rest])
+            rest = g[2 + m] if b is not None and b.keyed else None
+            return (None, None) + _unlaid(b, g[1] or (None,) * len(dins)) + \
+                _unlaid(b, [g[2 + i] for i in range(m)], rest)
         return y, wrapping(pb, back)
-    return _opaque(plan, f, dargs, args), nograd(n + 3)
+    sh = current()
+    before = len(sh.entries)
+    y, pb = forward(plan[1], f, *ins, df, *dins)
+    if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
+        _refuse(f"a change in place (xs.append(v), a[i] = v, obj.x = v) in {full_name(f)}, "
+                f"differentiated to second order; build a new value instead")
+
+    def back(d):
+        g = pb(d)  # (_, d_f, *d_ins, d_df, *d_dins)
+        return (g[1], g[2 + m]) + _unlaid(b, [g[3 + m + i] for i in range(m)]) + \
+            _unlaid(b, [g[2 + i] for i in range(m)])
+    return y, wrapping(pb, back)
 
 
 # -- reverse over forward of scalar arithmetic and element reads, without lifting their
@@ -416,49 +501,60 @@ def _reversed_frule(fr, second):
 @frule(jvp_call)
 def _jvp_call_frule(ts, f, df, dargs, /, *args, **kw):
     """Forward over forward: the tangent code (or forward rule) run, lifted by this level."""
-    n = len(args)
-    plan = _plan(f, n, kw)
-    tf, tdf, tdargs, targs = ts[0], ts[1], ts[2], ts[3:]
-    if plan[0] == "frule":
-        return jvp_call(*((plan[1], None, (tdargs,) + targs, dargs) + args))
-    if plan[0] == "code":
-        b = plan[2]
-        if b is None:
-            return jvp_call(*((plan[1], None, (tf,) + targs + (tdf,) + _full(tdargs, n), f) + args
-                              + (df,) + _full(dargs, n)))
-        ins = (f,) + b.bind(args) + (df,) + b.bind(_full(dargs, n), True)
-        tins = (tf,) + b.bind(_full(targs, n), True) + (tdf,) + b.bind(_full(tdargs, n), True)
-        return jvp_call(*((plan[1], None, tins) + ins))
-    if plan[0] == "self":
-        return jvp_call(*((jvp_call, None, (None, None, (tdf,) + _full(tdargs, n), tf) + targs,
-                           plan[1], None, (df,) + _full(dargs, n), plan[2]) + args))
-    return _opaque(plan, f, dargs, args), None
-
-
-# (Calls written ``g(*(head + args))`` in what a level may lift: the tangent code of
-# ``g(a, *args)`` builds a list and extends it, which reverse mode does not follow into
-# the list's tangent yet.)
-def _opaque(plan, f, dargs, args):
-    """`jvp_call` of a callable no level can lift: run where no tangent reaches it (or
-    none can: ``plan`` is plain)."""
-    if plan[0] == "plain" or all(d is None for d in _full(dargs, len(args))):
-        return jvp_call(*((f, None, dargs) + args))
-    _refuse(f"{full_name(f)} (no forward rule, no Python code)")
-
-
-@rule(jvp_call_kw)
-def _jvp_call_kw_rule(f, df, dargs, dkw, /, *args, **kw):
-    if kw:
-        _plan(f, len(args), kw)  # (refuses)
-    y, pb = forward(jvp_call, f, df, dargs, *args)
-    return y, wrapping(pb, lambda d: (lambda g: (*g[:4], None, *g[4:]))(pb(d)))
+    return _forward_over_forward((f, df, dargs, None, args, kw),
+                                 (ts[0], ts[1], ts[2], None, ts[3:3 + len(args)], ts[-1] if kw else None))
 
 
 @frule(jvp_call_kw)
 def _jvp_call_kw_frule(ts, f, df, dargs, dkw, /, *args, **kw):
-    if kw:
-        _plan(f, len(args), kw)
-    return jvp_call(*((jvp_call, None, ts[:3] + ts[4:], f, df, dargs) + args))
+    return _forward_over_forward((f, df, dargs, dkw, args, kw),
+                                 (ts[0], ts[1], ts[2], ts[3], ts[4:4 + len(args)], ts[-1] if kw else None))
+
+
+_jvp_call_frule.keyword_tangents = _jvp_call_kw_frule.keyword_tangents = True
+
+
+def _forward_over_forward(call, tangents):
+    """`jvp_call_kw` of ``call``, ``(f, df, dargs, dkw, args, kw)``, with ``tangents``
+    of each, run by this level (each level's tangent code a function it calls)."""
+    f, df, dargs, dkw, args, kw = call
+    tf, tdf, tdargs, tdkw, targs, tkw = tangents
+    n = len(args)
+    plan = _plan(f, args, kw)
+    dargs, tdargs, targs = _full(dargs, n), _full(tdargs, n), _full(targs, n)
+    dkw, tdkw, tkw = dkw or {}, tdkw or {}, tkw or {}
+    if plan[0] == "self":
+        return _forward_over_forward((plan[1], None, (df,) + dargs, dkw, (plan[2],) + args, kw),
+                                     (None, None, (tdf,) + tdargs, tdkw, (tf,) + targs, tkw))
+    if plan[0] in ("plain", "opaque"):
+        return _opaque(plan, f, dargs, args, kw), None
+    b = plan[2]
+    ins, dins = _laid(b, args, kw), _laid(b, dargs, dkw, True)
+    tins, tdins = _laid(b, targs, tkw, True), _laid(b, tdargs, tdkw, True)
+    if plan[0] == "derived":
+        _derived_untangented(f, dins)
+    if plan[0] in ("frule", "derived"):
+        if b is None:
+            return jvp_call(*((plan[1], None, (tdins,) + tins, dins) + ins))
+        trest = {k: tkw.get(k) for k in b.rest}
+        return jvp_call_kw(*((plan[1], None, (tdins,) + tins, trest, dins) + ins), **b.rest)
+    return jvp_call(*((plan[1], None, (tf,) + tins + (tdf,) + tdins, f) + ins + (df,) + dins))
+
+
+def _derived_untangented(f, dins):
+    """Refuse a forward rule derived from ``f``'s reverse rule (a pullback per output
+    element, seeded in place) where a tangent reaches it: a level cannot lift that."""
+    if any([d is not None for d in dins]):
+        _refuse(f"{full_name(f)}, whose forward rule is derived from its reverse rule; register "
+                f"one with @bytegrad.frule({getattr(f, '__name__', 'f')})")
+
+
+def _opaque(plan, f, dargs, args, kw):
+    """`jvp_call` of a callable no level can lift: run where no tangent reaches it (or
+    none can: ``plan`` is plain)."""
+    if plan[0] == "plain" or all(d is None for d in _full(dargs, len(args))):
+        return jvp_call(*((f, None, dargs) + args), **kw)
+    _refuse(f"{full_name(f)} (no forward rule, no Python code)")
 
 
 # -- the inner reverse computation, and its rules ---------------------------------------
