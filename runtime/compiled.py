@@ -103,7 +103,7 @@ def _callers(e, f, args, sig, wrt, reads):
     from ..transforms.fused import layout
     n = len(args)
     env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray,
-           "_b": _BUILTINS, "_key": _key, "_z": np.empty, "_MISS": _MISS}
+           "_b": _BUILTINS, "_key": _key, "_z": np.empty_like, "_MISS": _MISS}
     terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
@@ -128,9 +128,8 @@ def _callers(e, f, args, sig, wrt, reads):
     buffers, numbers, grads = [], [], {}  # (numbers: the locals of those fused returns)
 
     def grad_of(place, how, kind):
-        if how == "array":
-            env[f"_bt{len(buffers)}"] = np.dtype(kind.dtype)
-            buffers.append(f"b{len(buffers)} = _z({place}.shape, _bt{len(buffers)})")
+        if how == "array":  # (like the argument, whose dtype and ndim the checks fix: empty_like
+            buffers.append(f"b{len(buffers)} = _z({place})")  # costs 0.25 µs, empty given a dtype 0.4)
             return f"b{len(buffers) - 1}"
         if how == "float":
             numbers.append(f"r{len(numbers)}")
