@@ -21,7 +21,7 @@ import functools
 from ._frozen import np
 
 from ..runtime.frules import FRULES, derived, frule, zero_tangent
-from ..runtime.nesting import reduction_frule_in_reverse
+from ..runtime.nesting import lifted_frule, reduction_frule_in_reverse
 from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
@@ -236,6 +236,7 @@ _REDUCE_EXTRA = lambda n: lambda args, kw: len(args) > n or "initial" in kw or "
 for _f in (np.sum, np.ndarray.sum, np.mean, np.ndarray.mean, np.generic.sum, np.generic.mean):
     _r = with_constants(_f, linear(_f) if _f not in FRULES else FRULES[_f], _REDUCE_EXTRA(5))
     rule(_r)(reduction_frule_in_reverse(_f, _r, _REDUCE_EXTRA(5)))  # (reverse over forward)
+    frule(_r)(lifted_frule(_r))  # (forward over forward)
 
 with_constants(np.diff, FRULES[np.diff], lambda args, kw: len(args) > 3 or "prepend" in kw or "append" in kw)
 

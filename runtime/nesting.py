@@ -474,12 +474,18 @@ def second_order_rules():
         fr = frule_for(op)
         if fr is not None:
             rule(fr)(_reversed_frule(fr, second))
-            frule(fr)(_lifted_frule(fr))  # (forward over forward lifts it, as before)
+            frule(fr)(lifted_frule(fr))
 
 
-def _lifted_frule(fr):
-    def r(tts, ts, a, b):
-        return _tangent_function(fr)(*((fr, ts, a, b, None) + _full(tts, 3)))
+def lifted_frule(fr):
+    """A forward rule for forward rule ``fr`` that has a reverse rule of its own (for
+    reverse over forward): its tangent code, run, where forward over forward would
+    otherwise derive one from that reverse rule."""
+    def r(tts, *args, **kw):
+        b = _Call(fr, len(args), tuple(kw))
+        ts = b.bind(_full(tts[:len(args)], len(args)), tts[-1] if kw else {}, True)
+        return _tangent_function(fr)(*((fr,) + b.bind(args, kw) + (None,) + ts))
+    r.keyword_tangents = True
     return r
 
 
