@@ -232,6 +232,10 @@ def _full(ts, n):
 @rule(jvp_call)
 def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     """Reverse over forward: the pullback of the tangent code (or forward rule) run."""
+    fr = None if kw else frule_for(f)
+    if fr is not None:  # (the common case, `_reverse_over_forward`'s first, without its layout: -25%)
+        y, pb = forward(fr, dargs, *args)
+        return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
     y, back = _reverse_over_forward(f, df, dargs, None, args, kw)
     return y, _laid_out(back, False, kw)
 
