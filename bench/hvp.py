@@ -1,7 +1,7 @@
 """``python -m bytegrad.bench.hvp``: issue 11's Hessian-vector product target, bytegrad alone.
 
 ``hvp`` (forward over reverse) against the reverse gradient of the same function, for
-the Rosenbrock loop over ``x[i]`` (n = 1,000) and the MLP loss (256², batch 64, in
+the Rosenbrock loop over ``x[i]`` (n = 1,000; written ``s = s + …`` and ``s += …``) and the MLP loss (256², batch 64, in
 ``W1``), with the Rosenbrock loop's ``jvp`` beside them (the tangent code ``hvp``
 differentiates); and ``hessian`` of the Rosenbrock loop at n = 100 against 100 ``hvp``
 calls.  Each ratio comes from interleaved rounds in this one process
@@ -33,7 +33,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .cases import _rosenbrock_args, rosenbrock  # noqa: E402
+from .cases import _rosenbrock_args, rosenbrock, rosenbrock_iadd  # noqa: E402
 from .cases_numpy import _mlp_args, mlp  # noqa: E402
 from .timer import ballast, compare  # noqa: E402
 
@@ -76,6 +76,11 @@ def workloads():
     out["Rosenbrock loop over `x[i]`, n = 1,000"] = {
         "gradient": lambda: g(x), "hvp": lambda: bytegrad.hvp(rosenbrock, (x,), (v,)),
         "jvp": lambda: bytegrad.jvp(rosenbrock, (x,), (v,))}
+    gi = bytegrad.grad(rosenbrock_iadd)  # (the form the README writes: ``s += …``)
+    _check("rosenbrock +=", bytegrad.hvp(rosenbrock_iadd, (x,), (v,)), rosenbrock_hessian_times(x, v), 1e-12)
+    out["the same written `s += …`"] = {
+        "gradient": lambda: gi(x), "hvp": lambda: bytegrad.hvp(rosenbrock_iadd, (x,), (v,)),
+        "jvp": lambda: bytegrad.jvp(rosenbrock_iadd, (x,), (v,))}
 
     args = _mlp_args()
     V = np.random.default_rng(11).standard_normal(args[0].shape)

@@ -23,7 +23,7 @@ from .binding import bind
 from .cache import Cache, still_decided
 from .errors import full_name
 from .frules import NoForwardRuleError, derived, frule_for
-from .rules import CALLS, Rule, record_of
+from .rules import CALLS, Rule, nondifferentiable, record_of
 from .tangents import ForwardModeError, current
 
 
@@ -216,12 +216,23 @@ class _Reals(frozenset):
 REALS = _Reals({float, int, np.float64})
 
 
+def unchanged() -> bool:
+    """Whether this forward level has changed nothing in place yet (its shadow is empty):
+    then every variable's tangent is the one it was given (tangent code's guard of dual
+    arithmetic where an in-place operator, ``s += t``, might have changed an object)."""
+    return not current().entries
+
+
+nondifferentiable(unchanged)
+
+
 class _Hooks(fw._Hooks):
     """What the tangent pass inserts (the activity predicates are the reverse pass's)."""
 
     jvp = staticmethod(jvp_call)
     jvp_kw = staticmethod(jvp_call_kw)
     frule_for = staticmethod(frule_for)
+    unchanged = staticmethod(unchanged)
     reals = REALS
     array = np.ndarray
 

@@ -104,6 +104,15 @@ def _plan(f, args, kw):
     return ("opaque",)
 
 
+def refuse_changes(sh, f, before=0):
+    """Refuse what tangent code of ``f`` run under reverse mode changed in place (the new
+    entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
+    tangent kept in the shadow."""
+    if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
+        _refuse(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
+                f"differentiated to second order; build a new value instead")
+
+
 def _changed(entries) -> bool:
     """Whether new tangent-shadow ``entries`` record a change in place (not a module and
     its namespace, which a read of a module attribute enters)."""
@@ -288,9 +297,7 @@ def _reverse_over_forward(f, df, dargs, dkw, args, kw):
     sh = current()
     before = len(sh.entries)
     y, pb = forward(plan[1], f, *ins, df, *dins)
-    if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
-        _refuse(f"a change in place (xs.append(v), a[i] = v, obj.x = v) in {full_name(f)}, "
-                f"differentiated to second order; build a new value instead")
+    refuse_changes(sh, f, before)
 
     def back(d):
         g = pb(d)  # (_, d_f, *d_ins, d_df, *d_dins)

@@ -94,6 +94,6 @@ def test_hvp_bench_checks_its_products_and_its_closed_form_is_the_gradient_s_der
     assert np.allclose(hb.rosenbrock_hessian_times(x, v), (g(x + h * v) - g(x - h * v)) / (2 * h),
                        rtol=1e-6, atol=1e-6)
     work = hb.workloads()  # (each checked once: a wrong product raises)
-    assert len(work) == 2 and all(callable(f) for fns in work.values() for f in fns.values())
+    assert len(work) == 3 and all(callable(f) for fns in work.values() for f in fns.values())
     with pytest.raises(AssertionError):
         hb._check("wrong", np.ones(3), np.zeros(3) + 2.0, 1e-12)

@@ -87,6 +87,7 @@ from dataclasses import dataclass
 
 from ..ir import IR, Branch, Global, Meta, Stmt, Var, ops
 from ..ir.simplify import simplify
+from .activity import activity
 from .reverse import prepare
 
 
@@ -113,6 +114,7 @@ def tangent(ir, active, hooks) -> IR:
     look = lambda x: env.get(x, x) if isinstance(x, Var) else x
     dot = lambda x: tan.get(x) if isinstance(x, Var) else None
     changed = _may_share_changed(ir, active, hooks)
+    changed_but_in_place = _may_share_changed(ir, _without_in_place(ir, hooks), hooks, in_place=False)
 
     def plain(b, v, st, env, tan):
         look = lambda x: env.get(x, x) if isinstance(x, Var) else x
@@ -127,9 +129,9 @@ def tangent(ir, active, hooks) -> IR:
 
     for b, blk in enumerate(ir.blocks):
         cur = b
-        for run, dual in _runs(blk, active, hooks, changed):
+        for run, dual in _runs(blk, active, hooks, changed, changed_but_in_place):
             if dual:
-                cur = _dual_region(out, cur, run, env, tan, active, hooks, plain)
+                cur = _dual_region(out, cur, run, env, tan, active, hooks, plain, dual == "unchanged")
             else:
                 plain(cur, *run[0], env, tan)
         for br in blk.branches:
@@ -163,9 +165,12 @@ def tangent(ir, active, hooks) -> IR:
 _RUN_MAX = 24  # statements of one run: each guard inside it has a slow tail of the rest
 
 
-def _runs(blk, active, hooks, changed):
+def _runs(blk, active, hooks, changed, changed_but_in_place):
     """``blk``'s statements as ``(run, True)``, a run of those written out as dual
-    arithmetic (and inactive statements between them), or ``([statement], False)``."""
+    arithmetic (and inactive statements between them), or ``([statement], False)``.
+    A run with an operand that only an in-place operator (``s += t``) may have changed
+    is ``(run, "unchanged")``: written out where the level has changed nothing in place
+    yet (`_dual_region`'s first guard), which ``s += t`` on numbers never does."""
     stmts = blk.stmts
     if blk.catches():  # (the lifter keeps one statement that may raise in such a block)
         for vs in stmts:
@@ -173,19 +178,32 @@ def _runs(blk, active, hooks, changed):
         return
     i = 0
     while i < len(stmts):
-        j, last = i, None
+        j, last, guard = i, None, False
         while j < len(stmts) and j - i < _RUN_MAX:
             v, st = stmts[j]
             if v in active:
                 if _dual_spec(st, hooks, changed) is None:
-                    break
+                    if _dual_spec(st, hooks, changed_but_in_place) is None:
+                        break
+                    guard = True
                 last = j
             elif last is None:
                 break
             j += 1
         end = i + 1 if last is None else last + 1
-        yield stmts[i:end], last is not None
+        yield stmts[i:end], last is not None and ("unchanged" if guard else True)
         i = end
+
+
+_IN_PLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                       operator.imod, operator.ipow, operator.imatmul})
+
+
+def _without_in_place(ir, hooks):
+    """The activity of ``ir`` had in-place operators changed nothing (for its hazards)."""
+    return activity(ir, hooks.nondiff, hooks.effectful, None, hooks.changeable,
+                    lambda f: f not in _IN_PLACE and hooks.changing(f), hooks.scalar_kind,
+                    hooks.settled, hooks.python_code)
 
 
 def _dual_spec(st, hooks, changed):
@@ -210,12 +228,14 @@ def _dual_spec(st, hooks, changed):
     return spec
 
 
-def _dual_region(out, cur, run, env, tan, active, hooks, plain):
+def _dual_region(out, cur, run, env, tan, active, hooks, plain, unchanged=False):
     """Write ``run`` into block ``cur``: guards, then the dual arithmetic; a guard that
     fails goes to the forward rules' calls of the rest of the run.  A guard checks every
     operand the rest of the run needs that is known by then (so a run over values from
-    before it has one, and one more after each read whose element the arithmetic takes).
-    Returns the block where the run's values (its arguments) join."""
+    before it has one, and one more after each read whose element the arithmetic takes);
+    with ``unchanged``, a first one that the level has changed nothing in place yet (so
+    every tangent is the one its variable was given).  Returns the block where the
+    run's values (its arguments) join."""
     join = out.block()
     outs = [(v, v in active) for v, _ in run]
     known = {}  # value -> "real" / "array" / "int": what a guard or the arithmetic found
@@ -223,6 +243,17 @@ def _dual_region(out, cur, run, env, tan, active, hooks, plain):
 
     def exit_args(e, t):
         return [x for v, act in outs for x in ((e[v], t.get(v)) if act else (e[v],))]
+
+    if unchanged:
+        slow, se, stn = out.block(), dict(fe), dict(ft)
+        for w, sst in run:
+            plain(slow, w, sst, se, stn)
+        out.branch(slow, Branch("br", join, exit_args(se, stn), line=run[0][1].line))
+        c = out.push(cur, Stmt(hooks.unchanged, (), None, run[0][1].line))
+        out.branch(cur, Branch("br", slow, (), c, run[0][1].line))
+        nxt = out.block()
+        out.branch(cur, Branch("br", nxt, (), None, run[0][1].line))
+        cur = nxt
 
     def needs(sts):
         """What the active statements ``sts`` need of operands already computed."""
@@ -330,14 +361,17 @@ for _f in (operator.pow, operator.ipow):
     _DUAL[_f] = (_d_pow, ("real", "int"))
 
 
-def _may_share_changed(ir, active, hooks):
+def _may_share_changed(ir, active, hooks, in_place=True):
     """A test of whether a variable may share an object with one that may be changed in
     place (a view of it, what it was read from): `activity`'s hazards, and the operands of
     calls that may change them (code known at run time or a global that is not
     ``settled``, ``f(*args)``, callees the hooks call ``changing`` or ``effectful``), with
-    every variable `activity`'s aliases put in their class."""
+    every variable `activity`'s aliases put in their class.  Without ``in_place``, in-place
+    operators' operands are not counted (`_runs`)."""
     hazard, aliases = set(getattr(active, "hazard", ())), getattr(active, "aliases", None)
     for _, _, st in ir.statements():
+        if not in_place and st.fn in _IN_PLACE:
+            continue
         if isinstance(st.fn, Var) or isinstance(st.fn, Global) and not hooks.settled(st.fn) or \
                 st.fn is ops.apply or hooks.changing(st.fn) or hooks.effectful(st.fn):
             hazard.update(x for x in list(st.args) + list(st.kw.values()) if isinstance(x, (Var, Global)))
