@@ -411,15 +411,13 @@ _list_method(list.remove, lambda ts, xs, d, x, before: d.pop(before.index(x)))
 
 @frule(ops.list_append)
 def _comprehension_append(ts, xs, x):
-    # the list of a comprehension, fresh and its tangent too: both change in place
-    xs.append(x)
+    # the list of a comprehension, or of ``g(*t, x)``'s arguments, fresh and its tangent
+    # too; both change in place, through the op's result (see `_map_add`)
+    xs = ops.list_append(xs, x)
     d = ts[0]
     if d is None and ts[1] is None:
         return xs, None
-    if d is None:
-        d = [None] * (len(xs) - 1)
-    d.append(ts[1])
-    return xs, d
+    return xs, ops.list_append([None] * (len(xs) - 1) if d is None else d, ts[1])
 
 
 @frule(ops.list_extend)

@@ -555,7 +555,18 @@ def _forward_over_forward(call, tangents):
             return jvp_call(*((plan[1], None, (tdins,) + tins, dins) + ins))
         trest = {k: tkw.get(k) for k in b.rest}
         return jvp_call_kw(*((plan[1], None, (tdins,) + tins, trest, dins) + ins), **b.rest)
-    return jvp_call(*((plan[1], None, (tf,) + tins + (tdf,) + tdins, f) + ins + (df,) + dins))
+    sh = current_in(1)  # (the inner level's shadow: the one its tangent code changes)
+    before = _changes_so_far(sh)
+    out = jvp_call(*((plan[1], None, (tf,) + tins + (tdf,) + tdins, f) + ins + (df,) + dins))
+    refuse_changes(sh, f, before)
+    return out
+
+
+def _changes_so_far(sh):
+    return len(sh.entries)
+
+
+nondifferentiable(_changes_so_far, refuse_changes)  # (a level lifting the rule runs them plainly)
 
 
 def _derived_untangented(f, dins):
