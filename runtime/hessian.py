@@ -51,7 +51,11 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
     with _COMPUTING:
         with isolated_at(0, TangentShadow()) as sh:
-            (y, _), back = api._pullback(tf, args, wrt, {})
+            try:
+                (y, _), back = api._pullback(tf, args, wrt, {})
+            except Exception:  # (as `nesting._reverse_over_forward`)
+                refuse_changes(sh, f)
+                raise
         refuse_changes(sh, f)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
             return None if single else (None,) * len(wanted)

@@ -296,7 +296,11 @@ def _reverse_over_forward(f, df, dargs, dkw, args, kw):
         return y, wrapping(pb, back)
     sh = current()
     before = len(sh.entries)
-    y, pb = forward(plan[1], f, *ins, df, *dins)
+    try:
+        y, pb = forward(plan[1], f, *ins, df, *dins)
+    except Exception:  # (what a change in place left behind may fail first: name the change)
+        refuse_changes(sh, f, before)
+        raise
     refuse_changes(sh, f, before)
 
     def back(d):
