@@ -68,6 +68,6 @@ class Adam:
         t += 1
         m = tree.map(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
         v = tree.map(lambda v, g: b2 * v + (1 - b2) * np.abs(g) ** 2, v, grads)
-        a = self.lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)  # (both corrections in one factor)
-        eps = self.eps * np.sqrt(1 - b2 ** t)
+        c2 = np.sqrt(1 - b2 ** t)
+        a, eps = self.lr * c2 / (1 - b1 ** t), self.eps * c2  # (both corrections in one factor)
         return tree.map(lambda p, m, v: p - a * m / (np.sqrt(v) + eps), params, m, v), (t, m, v)

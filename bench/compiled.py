@@ -51,7 +51,6 @@ RATIO_MAX, COMPILE_MAX, WARM_MAX, TAPE_MAX = 3.0, 2.0, 0.3, 16.0
 WARM_RUNS = 5
 
 
-
 def ode(a, b, c):
     y = 1.0
     h = 0.01

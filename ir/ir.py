@@ -162,6 +162,11 @@ class Meta:
     # the source's names of values (a Var or the adjoint's Slot → a local's name), for pictures
     names: dict = field(default_factory=dict)
 
+    def take_names(self, other: "Meta", env: dict, how=lambda n: n):
+        """Name each value ``env`` maps a named value of ``other`` to (``how(name)``), as a
+        pass makes a new IR from an old one."""
+        self.names.update((env[v], how(n)) for v, n in other.names.items() if isinstance(env.get(v), Var))
+
 
 class IR:
     """A function body: ``blocks[0]`` is the entry, its arguments the function's."""
@@ -282,5 +287,5 @@ def copy(ir: IR) -> IR:
                                 [(v(x), st.map(v)) for x, st in blk.stmts],
                                 [br.map(v) for br in blk.branches]))
     new._nvars = ir._nvars
-    new.meta.names.update((env[x], n) for x, n in ir.meta.names.items() if x in env)
+    new.meta.take_names(ir.meta, env)
     return new

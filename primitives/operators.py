@@ -306,7 +306,7 @@ def _by_method(f, a, b):
     is a subclass of ``a``'s that overrides it); a Python method differentiated, a C one
     run plainly (a number's, given an object: NotImplemented; None if it gives a value,
     an array's broadcast over an object: the rule's)."""
-    name, rname = _DUNDERS[f]
+    name, rname, _ = _DUNDERS[f]
     ta, tb = type(a), type(b)
     if not (type(getattr(ta, name, None)) is _FUNCTION or type(getattr(tb, rname, None)) is _FUNCTION) \
             or isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
@@ -328,7 +328,8 @@ def _by_method(f, a, b):
         if v is not NotImplemented:
             return v, wrapping(pb, (lambda d: (None, *pb(d)[2:0:-1])) if swapped else
                                (lambda d: (None, *pb(d)[1:3])))
-    return f(a, b), lambda d: (None, None, None)  # (raises Python's TypeError)
+    # (Python's error, without calling the methods again: a second call would repeat their effects)
+    raise TypeError(f"unsupported operand type(s) for {_DUNDERS[f][2]}: '{ta.__name__}' and '{tb.__name__}'")
 
 
 takes_structured(op.pow)  # (the Fill of np.mean: x ** 2 takes it in one pass)
@@ -337,9 +338,9 @@ nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, o
                   op.irshift)  # (| & ^ and their in-place forms: sets.py)
 
 
-_DUNDERS = {f: (f"__{n}__", f"__r{n}__") for f, n in (
-    (op.add, "add"), (op.sub, "sub"), (op.mul, "mul"), (op.truediv, "truediv"), (op.mod, "mod"),
-    (op.pow, "pow"), (op.matmul, "matmul"))}
+_DUNDERS = {f: (f"__{n}__", f"__r{n}__", symbol) for f, n, symbol in (
+    (op.add, "add", "+"), (op.sub, "sub", "-"), (op.mul, "mul", "*"), (op.truediv, "truediv", "/"),
+    (op.mod, "mod", "%"), (op.pow, "pow", "** or pow()"), (op.matmul, "matmul", "@"))}
 
 for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
                         (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),

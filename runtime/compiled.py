@@ -70,7 +70,7 @@ class _Entry:
         self.returns_float = is_float(_return_type(typed))
         self.sizes = [0, 0]
         self.valid, self.run, self._make = _callers(self, f, args, sig, wrt, seen.values())
-        self._fast = {}
+        self._fast = None  # ((single, value), its fast path): the one form `Compiled.function` made
 
     def __call__(self, args):
         """``(value, gradients in the order of wrt)``, None for an int or a bool."""
@@ -79,10 +79,9 @@ class _Entry:
     def fast(self, form):
         """``fast(args)``: what the function that `Compiled.function` makes for ``form``
         (``(single, value)``) returns, or _MISS when ``args`` do not fit this entry."""
-        made = self._fast.get(form)
-        if made is None:
-            made = self._fast[form] = self._make(*form)
-        return made
+        if self._fast is None or self._fast[0] != form:
+            self._fast = (form, self._make(*form))
+        return self._fast[1]
 
 
 _MISS = object()
@@ -148,9 +147,7 @@ def _callers(e, f, args, sig, wrt, reads):
     check = [f"if len(args) != {n}:", "    return _MISS", *unpack, f"if not ({' and '.join(terms)}):",
              "    return _MISS"]
     src = "\n".join([
-        "def valid(args):", f"    if len(args) != {n}:", "        return False",
-        *("    " + x for x in unpack),
-        f"    return {' and '.join(terms)}",
+        "def valid(args):", *("    " + x.replace("_MISS", "False") for x in check), "    return True",
         "def run(args):", *("    " + x for x in unpack + body),
         f"    return y, ({''.join(g + ', ' for g in gs)})"])
     exec(src, env)

@@ -27,7 +27,7 @@ from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
 from .jvp import compiled_tangent
-from .nesting import _Along, refuse_changes
+from .nesting import _Along, refusing_changes
 from .tangents import TangentShadow, isolated_at
 from .utilities import nestlevel
 
@@ -50,13 +50,8 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     primals, tangents = _pairs(primals, tangents)
     tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
     with _COMPUTING:
-        with isolated_at(0, TangentShadow()) as sh:
-            try:
-                (y, _), back = api._pullback(tf, args, wrt, {})
-            except Exception:  # (as `nesting._reverse_over_forward`)
-                refuse_changes(sh, f)
-                raise
-        refuse_changes(sh, f)
+        with isolated_at(0, TangentShadow()) as sh, refusing_changes(sh, f):
+            (y, _), back = api._pullback(tf, args, wrt, {})
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
             return None if single else (None,) * len(wanted)
         g = back((None, api._seed(y, f)))  # (the seed on the tangent alone)

@@ -104,6 +104,21 @@ def _plan(f, args, kw):
     return ("opaque",)
 
 
+class refusing_changes:
+    """``with refusing_changes(sh, f):`` runs the block, then `refuse_changes` what it
+    changed in tangent shadow ``sh``; also when it fails (what a change in place left
+    behind may fail first: the change is named)."""
+
+    def __init__(self, sh, f):
+        self.sh, self.f = sh, f
+
+    def __enter__(self):
+        self.before = len(self.sh.entries)
+
+    def __exit__(self, *exc):
+        refuse_changes(self.sh, self.f, self.before)
+
+
 def refuse_changes(sh, f, before=0):
     """Refuse what tangent code of ``f`` run under reverse mode changed in place (the new
     entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
@@ -148,7 +163,7 @@ class _Call:
                        self.f.__defaults__[x] if kind == "default" else self.f.__kwdefaults__[x])
         return tuple(out)
 
-    def unbind(self, gs):
+    def unbind(self, gs, rest=None):  # (``rest``: as `_Moved`'s; no keyword is left here)
         ga, gk = [None] * self.n, {}
 
         def put(s, g):
@@ -231,7 +246,7 @@ def _laid(b, xs, kws, zero=False):
 
 
 def _unlaid(b, gs, rest=None):
-    return (tuple(gs), {}) if b is None else b.unbind(gs, rest) if rest is not None else b.unbind(gs)
+    return (tuple(gs), {}) if b is None else b.unbind(gs, rest)
 
 
 def _full(ts, n):
@@ -294,14 +309,8 @@ def _reverse_over_forward(f, df, dargs, dkw, args, kw):
             return (None, None) + _unlaid(b, g[1] or (None,) * len(dins)) + \
                 _unlaid(b, [g[2 + i] for i in range(m)], rest)
         return y, wrapping(pb, back)
-    sh = current()
-    before = len(sh.entries)
-    try:
+    with refusing_changes(current(), f):
         y, pb = forward(plan[1], f, *ins, df, *dins)
-    except Exception:  # (what a change in place left behind may fail first: name the change)
-        refuse_changes(sh, f, before)
-        raise
-    refuse_changes(sh, f, before)
 
     def back(d):
         g = pb(d)  # (_, d_f, *d_ins, d_df, *d_dins)

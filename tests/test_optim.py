@@ -31,8 +31,8 @@ def _leaf(t, path):
 _FLOATS = [("W",), ("layers", 0), ("layers", 1), ("pair", 0), ("pair", 1)]
 
 
-def _g(path):
-    g = _leaf(_grads(), path)
+def _g(path, grads=None):
+    g = _leaf(_grads() if grads is None else grads, path)
     return 0.0 if g is None else g
 
 
@@ -51,15 +51,14 @@ def test_sgd_step_is_p_minus_lr_g_and_keeps_the_structure():
 @pytest.mark.parametrize("nesterov", [False, True])
 def test_momentum_over_three_steps_against_the_recurrence(nesterov):
     opt = optim.SGD(lr=0.05, momentum=0.9, nesterov=nesterov)
-    p, state = _params(), None
+    p = _params()
     state = opt.init(p)
     grads = [_grads(), {**_grads(), "W": -2 * _grads()["W"]}, _grads()]
     ref = {path: (np.array(_leaf(p, path), float), 0.0) for path in _FLOATS}
     for g in grads:
         p, state = opt.update(p, g, state)
         for path, (q, v) in ref.items():
-            gi = _leaf(g, path)
-            gi = 0.0 if gi is None else gi
+            gi = _g(path, g)
             v = 0.9 * v + gi
             q = q - 0.05 * ((gi + 0.9 * v) if nesterov else v)
             ref[path] = (q, v)
@@ -70,15 +69,14 @@ def test_momentum_over_three_steps_against_the_recurrence(nesterov):
 def test_adam_over_three_steps_against_the_paper():
     lr, b1, b2, eps = 0.01, 0.8, 0.95, 1e-6
     opt = optim.Adam(lr, b1, b2, eps)
-    p, state = _params(), None
+    p = _params()
     state = opt.init(p)
     ref = {path: (np.array(_leaf(p, path), float), 0.0, 0.0) for path in _FLOATS}
     for t in range(1, 4):
         g = {**_grads(), "W": t * _grads()["W"]}
         p, state = opt.update(p, g, state)
         for path, (q, m, v) in ref.items():
-            gi = _leaf(g, path)
-            gi = 0.0 if gi is None else gi
+            gi = _g(path, g)
             m = b1 * m + (1 - b1) * gi
             v = b2 * v + (1 - b2) * gi * gi
             q = q - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)

@@ -151,5 +151,5 @@ def register(ir, active, hooks) -> IR:
                 y = fwd.push(b, Stmt(ops.build_tuple, (new.args[0], tape), None, br.line))
                 new.args = [y]
             fwd.branch(b, new)
-    fwd.meta.names.update((env[v], n) for v, n in m.names.items() if isinstance(env.get(v), Var))
+    fwd.meta.take_names(m, env)
     return fwd

@@ -86,6 +86,7 @@ import operator
 from dataclasses import dataclass
 
 from ..ir import IR, Branch, Global, Meta, Stmt, Var, ops
+from ..ir.cpython import BINARY_OPS
 from ..ir.simplify import simplify
 from .activity import activity
 from .reverse import prepare
@@ -143,12 +144,8 @@ def tangent(ir, active, hooks) -> IR:
                 y = br.args[0]
                 new.args = [out.push(cur, Stmt(ops.build_tuple, (look(y), dot(y)), None, br.line))]
             out.branch(cur, new)
-    names = out.meta.names
-    for v, n in m.names.items():
-        if isinstance(env.get(v), Var):
-            names[env[v]] = n
-        if isinstance(tan.get(v), Var):
-            names[tan[v]] = f"the tangent of {n}"
+    out.meta.take_names(m, env)
+    out.meta.take_names(m, tan, "the tangent of {}".format)
     return out
 
 
@@ -195,8 +192,7 @@ def _runs(blk, active, hooks, changed, changed_but_in_place):
         i = end
 
 
-_IN_PLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                       operator.imod, operator.ipow, operator.imatmul})
+_IN_PLACE = frozenset(f for f in BINARY_OPS if f.__name__.startswith("i"))  # (iadd, isub, …)
 
 
 def _without_in_place(ir, hooks):
@@ -244,16 +240,22 @@ def _dual_region(out, cur, run, env, tan, active, hooks, plain, unchanged=False)
     def exit_args(e, t):
         return [x for v, act in outs for x in ((e[v], t.get(v)) if act else (e[v],))]
 
-    if unchanged:
+    def guard(b, i, tests, line):
+        """From block ``b``, to a slow tail (``run[i:]`` by the forward rules' calls)
+        unless each test that ``tests(b)`` pushes holds; returns the block going on."""
         slow, se, stn = out.block(), dict(fe), dict(ft)
-        for w, sst in run:
+        for w, sst in run[i:]:
             plain(slow, w, sst, se, stn)
-        out.branch(slow, Branch("br", join, exit_args(se, stn), line=run[0][1].line))
-        c = out.push(cur, Stmt(hooks.unchanged, (), None, run[0][1].line))
-        out.branch(cur, Branch("br", slow, (), c, run[0][1].line))
+        out.branch(slow, Branch("br", join, exit_args(se, stn), line=line))
+        for c in tests(b):
+            out.branch(b, Branch("br", slow, (), c, line))
         nxt = out.block()
-        out.branch(cur, Branch("br", nxt, (), None, run[0][1].line))
-        cur = nxt
+        out.branch(b, Branch("br", nxt, (), None, line))
+        return nxt
+
+    if unchanged:
+        line = run[0][1].line
+        cur = guard(cur, 0, lambda b: [out.push(b, Stmt(hooks.unchanged, (), None, line))], line)
 
     def needs(sts):
         """What the active statements ``sts`` need of operands already computed."""
@@ -275,20 +277,13 @@ def _dual_region(out, cur, run, env, tan, active, hooks, plain, unchanged=False)
             fe[v] = out.push(b, st.map(look))
             continue
         if needs([(v, st)]):
-            slow = out.block()
-            se, stn = dict(fe), dict(ft)
-            for w, sst in run[i:]:
-                plain(slow, w, sst, se, stn)
-            out.branch(slow, Branch("br", join, exit_args(se, stn), line=st.line))
-            for x, k in needs(run[i:]).items():
-                t = out.push(b, Stmt(type, (x,), None, st.line))
-                c = out.push(b, Stmt(operator.contains, (hooks.reals, t), None, st.line) if k == "real" else
-                             Stmt(operator.is_, (t, hooks.array if k == "array" else int), None, st.line))
-                out.branch(b, Branch("br", slow, (), c, st.line))
-                known[x] = k
-            nxt = out.block()
-            out.branch(b, Branch("br", nxt, (), None, st.line))
-            b = nxt
+            def kinds_hold(b, i=i, line=st.line):
+                for x, k in needs(run[i:]).items():
+                    t = out.push(b, Stmt(type, (x,), None, line))
+                    yield out.push(b, Stmt(operator.contains, (hooks.reals, t), None, line) if k == "real" else
+                                   Stmt(operator.is_, (t, hooks.array if k == "array" else int), None, line))
+                    known[x] = k
+            b = guard(b, i, kinds_hold, st.line)
         formula, kinds = _DUAL[st.fn]
         op = lambda fn, *xs: out.push(b, Stmt(fn, xs, None, st.line))
         fe[v], ft[v] = formula(op, st.fn, *map(look, st.args),
