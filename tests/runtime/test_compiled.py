@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 import bytegrad
 from bytegrad.bench.cases import matvec_loop as nested_loop
-from checks import fd_gradient
+from checks import fd_gradient, in_threads
 from compiled_programs import PROGRAMS, ode, rosenbrock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -362,3 +363,60 @@ def test_an_int_in_a_tuple_gets_none_on_every_call():
     for _ in range(3):
         gx, gn = g((x, 3))
         assert gn is None and np.array_equal(gx, [0.0, 2.0, 4.0, 0.0])
+
+
+def test_a_gradient_array_is_reused_only_when_nothing_can_see_it():
+    """The compiled tier reuses the array of a gradient the caller dropped; one the caller
+    still reaches (a reference, a view, a weak reference) keeps its values."""
+    rng = np.random.default_rng(3)
+    A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    g = bytegrad.grad(nested_loop, (0, 1), jit=True)
+    g(A, x)
+    view = g(A, x)[0][1:]
+    ref = weakref.ref(g(A, x)[1])
+    for _ in range(3):
+        g(2.0 * A, 3.0 * x)  # (dropped: the next may reuse it)
+    assert ref() is None or np.allclose(ref(), A.sum(0))
+    held = g(A, x)
+    for _ in range(3):
+        g(2.0 * A, 3.0 * x)
+    assert np.array_equal(view, np.broadcast_to(x, (2, 4)))
+    assert np.array_equal(held[0], np.broadcast_to(x, (3, 4))) and np.allclose(held[1], A.sum(0))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 3)), ((2, 6), (6, 2))])
+def test_a_reused_gradient_array_takes_the_new_shape_and_layout(shapes):
+    rng = np.random.default_rng(4)
+    g = bytegrad.grad(nested_loop, (0, 1), jit=True)
+    for shape in [*shapes, shapes[0]]:
+        for A in (rng.normal(size=shape), np.asfortranarray(rng.normal(size=shape))):
+            x = rng.normal(size=shape[1])
+            ro = A.copy()
+            ro.flags.writeable = False
+            for a in (A, ro):
+                gA, gx = g(a, x)
+                assert gA.shape == a.shape and gx.shape == x.shape
+                assert np.array_equal(gA, np.broadcast_to(x, a.shape)) and np.allclose(gx, a.sum(0))
+                del gA, gx  # (dropped: the next call may reuse them)
+    A = rng.normal(size=shapes[0])
+    x = rng.normal(size=shapes[0][1])
+    held = g(A, x), g(np.asfortranarray(A), x)  # (the second's arrays: new ones, as F's)
+    del held
+    gA, gx = g(A, x)  # (C, and may reuse them)
+    assert np.array_equal(gA, np.broadcast_to(x, A.shape)) and np.allclose(gx, A.sum(0))
+
+
+def test_threads_sharing_one_compiled_gradient_get_their_own():
+    g = bytegrad.value_and_grad(rosenbrock, jit=True)
+    xs = [np.random.default_rng(k).normal(size=50) for k in range(4)]
+    want = [fd_gradient(rosenbrock, [x.copy()], 0) for x in xs]
+    bad = []
+
+    def work(k, barrier):
+        barrier.wait()
+        for _ in range(300):
+            y, gx = g(xs[k])
+            if not np.allclose(gx, want[k], rtol=1e-6, atol=1e-6) or y != rosenbrock(xs[k]):
+                bad.append(k)
+    in_threads(work, 4, 1, switch=1e-6)
+    assert not bad
