@@ -14,6 +14,7 @@ import types
 import weakref
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode.instr import InstrLocation
 
 from . import ops
 from .cfg import CFG
@@ -80,10 +81,20 @@ class _Emitter:
         self.skip = {}     # statements the FOR_ITER and unpack lowerings emit themselves
         self.unpacks = {}  # var of an ops.unpack → {item index: var}
         self.stubs = []    # (label, block) of each catching block's handler stub
+        self.made = {}     # (name, arg, line) → its instruction (see `i`)
         self.find_unpacks()
 
     def i(self, name, arg=_NOARG, line=None):
-        self.out.append(Instr(name, lineno=line) if arg is _NOARG else Instr(name, arg, lineno=line))
+        # (an instruction once a function: the library checks each it makes, and a third
+        # are repeats; never a constant, whose equal values may differ: 0.0 and -0.0)
+        key = (name, arg, line) if name != "LOAD_CONST" and type(arg) in _PLAIN else None
+        x = self.made.get(key) if key else None
+        if x is None:
+            loc = _LOCATIONS.get(line) or _LOCATIONS.setdefault(line, InstrLocation(line, None, None, None))
+            x = Instr(name, location=loc) if arg is _NOARG else Instr(name, arg, location=loc)
+            if key:
+                self.made[key] = x
+        self.out.append(x)
 
     def put(self, items, line):
         """Append what `WRITER` names: ``(name, arg)``, ``(name,)`` or a Label."""
@@ -588,6 +599,8 @@ def _max_depth(out, starts):
     return top
 
 
+_LOCATIONS: dict = {}  # line → its InstrLocation (immutable: one serves every instruction)
+_PLAIN = {str, int, Label, type(_NOARG)}  # (an arg of these types: equal is the same)
 EMITTED = weakref.WeakSet()  # what `emit` made: the runtime tells their frames from its own
 
 
