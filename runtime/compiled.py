@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import itertools
 import importlib.util
+import operator
 import os
 import re
 import sys
@@ -47,14 +47,21 @@ def cache_dir() -> Path:
     return Path(base) / "compiled"
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def signature(args) -> tuple:
-    """The types of a call's arguments, as the tier types them."""
-    return tuple(_SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
+    """The types of a call's arguments, as the tier types them (an int beyond int64's range:
+    none it takes)."""
+    return tuple(of_value(a) if type(a) is int and not _INT64[0] <= a <= _INT64[1]
+                 else _SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
 
 
 def _key(args) -> tuple:
-    """What decides a call's `signature`, cheaper to compute (a key of the cache)."""
-    return tuple([(a.dtype.char, a.ndim) if type(a) is np.ndarray
+    """What decides a call's `signature`, cheaper to compute (a key of the cache): each
+    array's dtype (equal dtypes are one key, a byte order another) and ndim."""
+    return tuple([(a.dtype, a.ndim) if type(a) is np.ndarray
+                  else (int, _INT64[0] <= a <= _INT64[1]) if type(a) is int
                   else type(a) if type(a) in _SCALAR_TYPES else of_value(a) for a in args])
 
 
@@ -63,8 +70,8 @@ class _Entry:
     numbers of values the last call pushed on its tapes (the next allocates them at that
     size), and the Python functions around it (see `_callers`)."""
 
-    def __init__(self, f, args, fused, typed, source, path, sig, wrt):
-        self.fused, self.typed, self.source, self.path = fused, typed, source, path
+    def __init__(self, f, args, fused, typed, source, path, sig, wrt, tag=""):
+        self.fused, self.typed, self.source, self.path, self.tag = fused, typed, source, path, tag
         seen = {}
         for g, name, value in typed.reads:
             seen[(id(g), name)] = (g, name, value, getattr(value, "__code__", None))
@@ -72,6 +79,7 @@ class _Entry:
         # None, which `Compiled.__call__` gives)
         self.returns_float = is_float(_return_type(typed))
         self.sizes = [0, 0]
+        self.written = any(st.fn is operator.setitem for _, _, st in typed.ir.statements())
         self.valid, self.run, self._make = _callers(self, f, args, sig, wrt, seen.values())
         self._codes = weakref.WeakKeyDictionary()  # front → its code for this entry
 
@@ -86,9 +94,6 @@ class _Entry:
         if c is None:
             c = self._codes[front] = self._make(front.__globals__, *form)
         return c
-
-
-_TAGS = itertools.count()  # (a new entry's names in a front's globals)
 
 
 def _callers(e, f, args, sig, wrt, reads):
@@ -112,22 +117,28 @@ def _callers(e, f, args, sig, wrt, reads):
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
             env[f"_d{k}"] = a.dtype
-            terms.append(f"type(a{k}) is _nd and a{k}.dtype is _d{k} and a{k}.ndim == {a.ndim}")
+            terms.append(f"type(a{k}) is _nd and (a{k}.dtype is _d{k} or a{k}.dtype == _d{k}) "
+                         f"and a{k}.ndim == {a.ndim}")
         elif type(a) is tuple:
             env[f"_t{k}"] = _key(a)
             terms.append(f"type(a{k}) is tuple and _key(a{k}) == _t{k}")
         else:
             env[f"_t{k}"] = type(a)
-            terms.append(f"type(a{k}) is _t{k}")
+            terms.append(f"type(a{k}) is _t{k}" + (f" and {_INT64[0]} <= a{k} <= {_INT64[1]}"
+                                                   if type(a) is int else ""))
     for j, (g, name, was, code) in enumerate(reads):
         env[f"_g{j}"], env[f"_w{j}"] = g, was
         # (a builtin: not shadowed by a global, by ``in``, which costs less than a call of
         # ``get``, and still there)
         terms.append(f"_g{j}.get({name!r}) is _w{j}" if name in g else
                      f"{name!r} not in _g{j} and _b.get({name!r}) is _w{j}")
-        if code is not None:
-            env[f"_k{j}"] = code
-            terms.append(f"_w{j}.__code__ is _k{j}")
+        if code is not None:  # (a function: its code and its defaults)
+            env[f"_k{j}"], env[f"_q{j}"], env[f"_r{j}"] = code, was.__defaults__, was.__kwdefaults__
+            terms.append(f"_w{j}.__code__ is _k{j} and _w{j}.__defaults__ is _q{j} and "
+                         f"_w{j}.__kwdefaults__ is _r{j}")
+    if e.written:  # (element writes: the tapes restore what they overwrote, arguments apart)
+        env["_apart"] = _apart
+        terms.append(f"_apart(({''.join(f'a{k}, ' for k in range(n))}))")
     unpack = [f"{''.join(f'a{k}, ' for k in range(n))}= args" if n else "pass"]
     lines, arrays, numbers, grads = [], [], [], {}  # (numbers: the locals of those fused returns)
     like = {}  # buffer → the argument it is like
@@ -136,7 +147,7 @@ def _callers(e, f, args, sig, wrt, reads):
         if how == "array":
             arrays.append(f"b{len(arrays)}")
             env["_p" + arrays[-1]], like[arrays[-1]] = [], value
-            lines.extend(_reused(arrays[-1], place, value.ndim))
+            lines.extend(_reused(arrays[-1], place))
             return arrays[-1]
         if how == "float":
             numbers.append(f"r{len(numbers)}")
@@ -158,6 +169,10 @@ def _callers(e, f, args, sig, wrt, reads):
         "    " + call.format("_fused")]) + [f"_p{b}.append({b})" for b in arrays]
     check = [f"if len(args) != {n}:", "    return False", *unpack, f"if not ({' and '.join(terms)}):",
              "    return False"]
+    env = {e.tag + k: v for k, v in env.items()}
+    own = re.compile(r"('[^']*'|\"[^\"]*\")|(?<![\w.])(" + "|".join(re.escape(k[len(e.tag):]) for k in env) + r")(?!\w)")
+    tagged = lambda line: own.sub(lambda m: m.group(1) or e.tag + m.group(2), line)  # noqa: E731
+    check, body, unpack = ([tagged(x) for x in xs] for xs in (check, body, unpack))
     names = list(env)
     src = "\n".join([
         "def valid(args):", *("    " + x for x in check), "    return True",
@@ -166,6 +181,12 @@ def _callers(e, f, args, sig, wrt, reads):
     exec(src, env)
     return env["valid"], env["run"], lambda into, single, value: _front(
         {k: env[k] for k in names}, into, check + body, gs, single, value)
+
+
+def _apart(args) -> bool:
+    """Whether no two arrays among ``args`` (their items, for tuples) share memory."""
+    arrays = [a for x in args for a in (x if type(x) is tuple else (x,)) if type(a) is np.ndarray]
+    return not any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
 def _alone():
@@ -177,30 +198,35 @@ _ALONE = _alone()  # what `sys.getrefcount` gives for an object only a local hol
 
 
 def _entry_point(fused, args, like):
-    """numba's compiled entry point of ``fused`` for ``args`` (each a scalar or a
-    C-contiguous, aligned, writeable array: ``flags.carray``) and C-contiguous gradient
-    buffers, or None for other arguments.  Calling it skips the dispatcher's typing of
-    every argument (0.17 µs for 7); a call may, as its array arguments' dtypes and ndims
-    are those the checks fix and their flags are tested (``carray``) before it."""
+    """numba's compiled entry point of ``fused`` for arguments of the types of ``args``
+    (scalars, and arrays that are C-contiguous, aligned and writeable: ``flags.carray``)
+    and C-contiguous gradient buffers like the arrays ``like``, or None for other
+    arguments.  Calling it skips the dispatcher's typing of every argument (0.17 µs for
+    7), which a call may: its scalars' types, its arrays' dtypes and ndims are those the
+    checks fix, each int within int64, and its arrays' flags are tested before it.  (The
+    types are the signature's, not numba's of the values: numba types an int by its value.)"""
     if not all(type(a) in _SCALAR_TYPES or type(a) is np.ndarray and a.flags.carray for a in args):
         return None
-    import numba
-    buffers = [np.empty((0,) * a.ndim, a.dtype) for a in like]
-    return fused.compile(tuple(numba.typeof(v) for v in (*args, 1.0, 0, 0, *buffers)))
+    from numba import types as nt
+    from numba.np.numpy_support import from_dtype
+    scalar = {F64: nt.float64, F32: nt.float32, I64: nt.int64, BOOL: nt.boolean}
+    array = lambda a: nt.Array(from_dtype(a.dtype), a.ndim, "C")  # noqa: E731
+    return fused.compile(tuple([array(a) if type(a) is np.ndarray else scalar[_SCALAR_TYPES[type(a)]]
+                                for a in args] + [nt.float64, nt.int64, nt.int64] + [array(a) for a in like]))
 
 
-def _reused(b, place, ndim):
-    """The lines that give local ``b`` an array like ``place`` (its dtype and ndim the
-    checks fix) for a gradient: the one the last call returned when nothing holds it any
-    more (a caller who drops each gradient, as a descent loop does, pays no allocation:
-    allocating and freeing one costs 0.25 µs, of a gradient's 2-3 µs), else a new one.
-    Nothing can see the reuse: the pool ``_p<b>`` held the only reference (no other
-    reference, view or weak reference); a thread that pops the same array cannot, as
-    ``pop`` is atomic.  (The shape's test: ``len`` for one dimension, which costs half
-    as much as comparing shapes.)"""
-    same = {0: "", 1: f" or len({b}) != len({place})"}.get(ndim, f" or {b}.shape != {place}.shape")
+def _reused(b, place):
+    """The lines that give local ``b`` a C-contiguous array like ``place`` for a gradient:
+    the one the last call returned when nothing holds it any more and it is as it was
+    handed out (a caller who drops each gradient, as a descent loop does, pays no
+    allocation: allocating and freeing one costs 0.5 µs, these tests 0.23 µs), else a new
+    one.  Nothing can see the reuse: the pool ``_p<b>`` held the only reference (no other
+    reference, view or weak reference); its holder may have changed its shape, dtype,
+    strides or flags in place, so those are tested too; a thread that pops the same array
+    cannot, as ``pop`` is atomic."""
     return [f"{b} = _p{b}.pop() if _p{b} else None",
-            f"if {b} is None or _rc({b}) != _alone{same} or _wc({b}):",
+            f"if {b} is None or _rc({b}) != _alone or {b}.shape != {place}.shape or "
+            f"{b}.dtype is not {place}.dtype or not {b}.flags.carray or _wc({b}):",
             f"    {b} = _z({place}, None, 'C')"]
 
 
@@ -210,17 +236,18 @@ def _front(env, into, steps, gs, single, value):
     the return, as ``single`` and ``value`` ask; for any other call (keywords, or one the
     checks do not let through), ``_slow(args, kw)``.  Calling the function runs this code
     alone: no Python call between the user's and numba's (a call costs 0.2 µs).  The
-    names ``steps`` reads (``env``'s) go into ``into`` under a prefix of their own, so a
-    thread still running the code of another entry reads that entry's."""
-    tag = f"_{next(_TAGS)}"
-    into.update({tag + k: v for k, v in env.items()})
+    names ``steps`` reads (``env``'s) go into ``into``; they carry the prefix of the
+    entry's key (`Compiled.entry`), so an entry rebuilt for the same key (a global
+    rebound) takes its predecessor's names (``into`` does not grow), and a thread still
+    running another key's code reads that key's."""
+    into.update(env)
     out = gs[0] if single else "(" + "".join(g + ", " for g in gs) + ")"
     src = "\n".join(["def front(*args, **kw):", "    if kw:", "        return _slow(args, kw)",
                      *("    " + x.replace("return False", "return _slow(args, kw)") for x in steps),
                      f"    return {f'y, {out}' if value else out}"])
-    own = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, env)) + r")(?!\w)")
-    exec(own.sub(lambda m: tag + m.group(1), src), into)
-    return into.pop("front").__code__
+    scratch: dict = {}  # (not ``into``: another thread may be making code for it)
+    exec(src, scratch)
+    return scratch["front"].__code__
 
 
 def _return_type(typed):
@@ -231,7 +258,7 @@ def _return_type(typed):
                 return typed.types.get(x) if hasattr(x, "id") else of_value(x)
 
 
-def build(f, args, wrt) -> _Entry:
+def build(f, args, wrt, tag="") -> _Entry:
     """The compiled gradient of ``f`` for arguments of the types of ``args`` and entry
     positions ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
     sig = signature(args)
@@ -256,7 +283,7 @@ def build(f, args, wrt) -> _Entry:
         spec.loader.exec_module(mod)
         _loads_lightly(mod.fused)
         sys.modules[name] = mod
-    return _Entry(f, args, mod.fused, typed, src, path, sig, wrt)
+    return _Entry(f, args, mod.fused, typed, src, path, sig, wrt, tag)
 
 
 def _loads_lightly(fused):
@@ -286,6 +313,7 @@ class Compiled:
     def __init__(self, f, wanted, jit, dynamic):
         self.f, self.wanted, self.jit, self.dynamic = f, wanted, jit, dynamic
         self.entries = {}  # `_key` of the arguments → _Entry, or the refusal
+        self.tags = {}  # `_key` → the prefix of its entries' names in the fronts' globals
         self.fronts = weakref.WeakKeyDictionary()  # a function `function` made → its form
 
     def entry(self, args):
@@ -294,6 +322,11 @@ class Compiled:
                                       "Python function (not a method, a class or a callable object)")
         key = _key(args)
         e = self.entries.get(key)
+        if e.__class__ is _Entry and e.written and not _apart(args):
+            code = self.f.__code__
+            return NotCompilableError("arrays that share memory", code.co_filename, code.co_firstlineno,
+                                      "the function writes elements of arrays, and the tier's tape "
+                                      "restores what it overwrote as if no argument were another's view")
         if e is None or e.__class__ is _Entry and not e.valid(args):
             n = len(args)
             bad = [i for i in self.wanted if not -n <= i < n]
@@ -301,10 +334,13 @@ class Compiled:
                 raise IndexError(f"argument index {bad[0]} (argnums) is out of range for a call "
                                  f"of {self.f.__qualname__} with {n} arguments")
             try:
-                e = build(self.f, args, tuple(i % n + 1 for i in self.wanted))
+                e = build(self.f, args, tuple(i % n + 1 for i in self.wanted),
+                          self.tags.setdefault(key, f"_{len(self.tags)}"))
             except NotCompilableError as err:
                 e = err
             self.entries[key] = e
+            if e.__class__ is _Entry and e.written and not _apart(args):
+                return self.entry(args)
         if e.__class__ is _Entry and e.returns_float:
             for front, form in list(self.fronts.items()):
                 front.__code__ = e.code(front, form)

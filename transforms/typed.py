@@ -104,6 +104,8 @@ class Const(Type):
         v = self.value
         if hasattr(v, "dtype") and hasattr(v, "ndim"):  # (an array the tier does not take)
             return f"{type(v).__name__} of {v.dtype} in {v.ndim} dimensions"
+        if type(v) is int:  # (one beyond int64: compiled code's ints wrap there)
+            return f"the int {v}, beyond int64"
         return f"const({getattr(v, '__name__', None) or repr(v)})"
 
 
@@ -135,8 +137,8 @@ def of_value(x) -> Type:
     import numpy as np  # (only the compiled tier, which needs numba anyway, types values)
     if isinstance(x, (bool, np.bool_)):
         return BOOL
-    if isinstance(x, (int, np.integer)):
-        return I64
+    if isinstance(x, np.integer) or isinstance(x, int) and -(1 << 63) <= x < 1 << 63:
+        return I64  # (a larger int is a constant: not a type the tier takes)
     if isinstance(x, (float, np.float64)):
         return F64
     if isinstance(x, np.float32):

@@ -420,3 +420,137 @@ def test_threads_sharing_one_compiled_gradient_get_their_own():
                 bad.append(k)
     in_threads(work, 4, 1, switch=1e-6)
     assert not bad
+
+
+@pytest.mark.regression
+def test_a_dropped_gradient_changed_in_place_is_not_reused():
+    # The pool handed back an array its last holder had reshaped (a 32-dimensional one
+    # crashed numba's entry point), retyped or frozen.
+    g = bytegrad.grad(rosenbrock, jit=True)
+    x = np.array([0.5, -0.3, 0.8, 1.1, 0.2, -0.7])
+    want = g(x).copy()
+    for change in (lambda a: setattr(a, "shape", (6,) + (1,) * 31), lambda a: setattr(a, "shape", (6, 1)),
+                   lambda a: setattr(a, "dtype", np.int64), lambda a: setattr(a.flags, "writeable", False)):
+        gx = g(x)
+        change(gx)
+        del gx
+        got = g(x)
+        assert got.shape == (6,) and got.dtype == np.float64 and got.flags.carray
+        assert np.array_equal(got, want)
+
+
+def _closes_over_c(x):
+    s = 0.0
+    for i in range(len(x)):
+        if _c:
+            s += x[i]
+        else:
+            s += x[i] * x[i]
+    return s
+
+
+_c = None
+
+
+@pytest.mark.regression
+def test_a_global_named_like_the_tiers_own_names_is_checked():
+    # The generated checks renamed '_c' inside the string that reads the global: a
+    # rebound ``_c`` kept the stale gradient.
+    global _c
+    x = np.array([1.0, 2.0, 3.0])
+    g = bytegrad.grad(_closes_over_c, jit=True)
+    assert np.array_equal(g(x), 2 * x)
+    _c = True
+    try:
+        assert np.array_equal(g(x), np.ones(3))
+    finally:
+        _c = None
+
+
+@pytest.mark.regression
+def test_equal_dtypes_share_one_compiled_gradient_and_other_byte_orders_their_own():
+    # An unpickled float64 array (its dtype equal to, not the same object as,
+    # np.dtype('float64')) rebuilt the gradient at each call and grew the function's
+    # globals; a byte-swapped one's refusal was kept for native arrays too.
+    import pickle
+    g = bytegrad.grad(rosenbrock, jit=True)
+    x = np.array([0.5, -0.3, 0.8, 1.1])
+    blob = pickle.dumps(x)
+    want = g(x).copy()
+    for _ in range(3):
+        assert np.array_equal(g(pickle.loads(blob)), want)
+    names = len(g.__globals__)
+    for _ in range(5):
+        g(pickle.loads(blob))
+    assert len(g.__globals__) == names
+    with pytest.raises(bytegrad.NotCompilableError):
+        g(x.astype(">f8"))
+    assert np.array_equal(g(x), want)
+
+
+@pytest.mark.regression
+def test_ints_are_typed_by_type_and_beyond_int64_refused():
+    # The entry point was typed from the first call's int (uint64 for 2**63 + 1), and
+    # such an int wrapped.
+    def f(x, n):
+        s = 0.0
+        for i in range(len(x)):
+            s += x[i] * x[i] * (n % 3 + 1)
+        return s
+    x = np.arange(1.0, 4.0)
+    g = bytegrad.grad(f, jit=True)
+    with pytest.raises(bytegrad.NotCompilableError, match="beyond int64"):
+        g(x, 2 ** 63 + 1)
+    assert np.array_equal(g(x, -1), 2 * x * (-1 % 3 + 1))
+    assert np.array_equal(g(x, 2), 2 * x * 3)
+    with pytest.raises(bytegrad.NotCompilableError, match="beyond int64"):
+        g(x, -2 ** 63 - 1)
+    assert np.array_equal(bytegrad.grad(f, jit="auto")(x, 2 ** 63 + 1), 2 * x * ((2 ** 63 + 1) % 3 + 1))
+
+
+def _scaled(t, k=3.0):
+    return k * t * t
+
+
+def _calls_scaled(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += _scaled(x[i])
+    return s
+
+
+@pytest.mark.regression
+def test_a_changed_default_of_a_called_function_recompiles():
+    x = np.array([1.0, -2.0, 0.5])
+    g = bytegrad.grad(_calls_scaled, jit=True)
+    assert np.allclose(g(x), 6.0 * x)
+    old = _scaled.__defaults__
+    _scaled.__defaults__ = (7.0,)
+    try:
+        assert np.allclose(g(x), 14.0 * x)
+    finally:
+        _scaled.__defaults__ = old
+
+
+@pytest.mark.regression
+def test_arrays_that_share_memory_where_elements_are_written_are_refused():
+    # The tape restores what a write overwrote as if no argument were a view of another:
+    # x and y the same array gave a wrong gradient.
+    def f(x, y):
+        s = 0.0
+        for i in range(len(x)):
+            x[i] = x[i] * y[i]
+            s += x[i] * y[i]
+        return s
+    a = np.array([1.0, 2.0, 3.0])
+    b = a.copy()
+    g = bytegrad.grad(f, (0, 1), jit=True)
+    gx, gy = g(a, b)
+    assert np.allclose(gx, b * b) and np.allclose(gy, 2 * a * b)
+    with pytest.raises(bytegrad.NotCompilableError, match="share memory"):
+        g(a, a)
+    c = a.copy()
+    gx, gy = bytegrad.grad(f, (0, 1), jit="auto")(c, c)  # (the dynamic tier)
+    assert np.allclose(gx + gy, 4 * a ** 3)
+    gx, gy = g(a, b)  # (apart again: the compiled gradient)
+    assert np.allclose(gx, b * b) and np.allclose(gy, 2 * a * b)
