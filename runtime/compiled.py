@@ -103,16 +103,15 @@ def _callers(e, f, args, sig, wrt, reads):
     - ``valid(args)``: whether a call with ``args`` may take ``e``: the same types, the
       function's code and each global read unchanged (a global that names a function: its
       code too);
-    - ``run(args)``: ``(value, gradients)``: arrays for the array gradients (`_reused`),
-      which ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the
+    - ``run(args)``: ``(value, gradients)``: new arrays for the array gradients, which
+      ``e.fused`` zeroes and adds into, and the numbers it returns, laid out like the
       arguments in ``wrt`` (None for an int or a bool);
     - ``make(into, single, value)``: the code of a function that `Compiled.function`
       made, the checks of ``valid`` then the steps of ``run`` (see `_front`)."""
     from ..transforms.fused import layout
     n = len(args)
     env = {"_fused": e.fused, "_s": e.sizes, "_f": f, "_c": f.__code__, "_nd": np.ndarray,
-           "_b": _BUILTINS, "_key": _key, "_z": np.empty_like,
-           "_rc": sys.getrefcount, "_alone": _ALONE, "_wc": weakref.getweakrefcount}
+           "_b": _BUILTINS, "_key": _key, "_z": np.empty_like}
     terms = ["_f.__code__ is _c"]
     for k, a in enumerate(args):
         if type(a) is np.ndarray:
@@ -145,9 +144,12 @@ def _callers(e, f, args, sig, wrt, reads):
 
     def grad_of(place, value, how, kind):
         if how == "array":
+            # (a new array each call: allocating and freeing one costs 0.2-0.27 µs, which a
+            # pool of those callers dropped does not beat once it tests that the array is
+            # as it was handed out)
             arrays.append(f"b{len(arrays)}")
-            env["_p" + arrays[-1]], like[arrays[-1]] = [], value
-            lines.extend(_reused(arrays[-1], place))
+            like[arrays[-1]] = value
+            lines.append(f"{arrays[-1]} = _z({place}, None, 'C')")
             return arrays[-1]
         if how == "float":
             numbers.append(f"r{len(numbers)}")
@@ -166,7 +168,7 @@ def _callers(e, f, args, sig, wrt, reads):
     behaved = [f"a{k}.flags.carray" for k, a in enumerate(args) if type(a) is np.ndarray]
     body = lines + ([call.format("_fused")] if env["_ep"] is None else [
         f"if {' and '.join(behaved) or 'True'}:", "    " + call.format("_ep"), "else:",
-        "    " + call.format("_fused")]) + [f"_p{b}.append({b})" for b in arrays]
+        "    " + call.format("_fused")])
     check = [f"if len(args) != {n}:", "    return False", *unpack, f"if not ({' and '.join(terms)}):",
              "    return False"]
     env = {e.tag + k: v for k, v in env.items()}
@@ -189,14 +191,6 @@ def _apart(args) -> bool:
     return not any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
-def _alone():
-    o = object()
-    return sys.getrefcount(o)
-
-
-_ALONE = _alone()  # what `sys.getrefcount` gives for an object only a local holds
-
-
 def _entry_point(fused, args, like):
     """numba's compiled entry point of ``fused`` for arguments of the types of ``args``
     (scalars, and arrays that are C-contiguous, aligned and writeable: ``flags.carray``)
@@ -213,21 +207,6 @@ def _entry_point(fused, args, like):
     array = lambda a: nt.Array(from_dtype(a.dtype), a.ndim, "C")  # noqa: E731
     return fused.compile(tuple([array(a) if type(a) is np.ndarray else scalar[_SCALAR_TYPES[type(a)]]
                                 for a in args] + [nt.float64, nt.int64, nt.int64] + [array(a) for a in like]))
-
-
-def _reused(b, place):
-    """The lines that give local ``b`` a C-contiguous array like ``place`` for a gradient:
-    the one the last call returned when nothing holds it any more and it is as it was
-    handed out (a caller who drops each gradient, as a descent loop does, pays no
-    allocation: allocating and freeing one costs 0.5 µs, these tests 0.23 µs), else a new
-    one.  Nothing can see the reuse: the pool ``_p<b>`` held the only reference (no other
-    reference, view or weak reference); its holder may have changed its shape, dtype,
-    strides or flags in place, so those are tested too; a thread that pops the same array
-    cannot, as ``pop`` is atomic."""
-    return [f"{b} = _p{b}.pop() if _p{b} else None",
-            f"if {b} is None or _rc({b}) != _alone or {b}.shape != {place}.shape or "
-            f"{b}.dtype is not {place}.dtype or not {b}.flags.carray or _wc({b}):",
-            f"    {b} = _z({place}, None, 'C')"]
 
 
 def _front(env, into, steps, gs, single, value):

@@ -365,9 +365,9 @@ def test_an_int_in_a_tuple_gets_none_on_every_call():
         assert gn is None and np.array_equal(gx, [0.0, 2.0, 4.0, 0.0])
 
 
-def test_a_gradient_array_is_reused_only_when_nothing_can_see_it():
-    """The compiled tier reuses the array of a gradient the caller dropped; one the caller
-    still reaches (a reference, a view, a weak reference) keeps its values."""
+def test_a_gradient_handed_out_keeps_its_values_through_later_calls():
+    """A gradient the caller still reaches (a reference, a view, a weak reference) keeps
+    its values, however the later calls go."""
     rng = np.random.default_rng(3)
     A, x = rng.normal(size=(3, 4)), rng.normal(size=4)
     g = bytegrad.grad(nested_loop, (0, 1), jit=True)
@@ -375,7 +375,7 @@ def test_a_gradient_array_is_reused_only_when_nothing_can_see_it():
     view = g(A, x)[0][1:]
     ref = weakref.ref(g(A, x)[1])
     for _ in range(3):
-        g(2.0 * A, 3.0 * x)  # (dropped: the next may reuse it)
+        g(2.0 * A, 3.0 * x)
     assert ref() is None or np.allclose(ref(), A.sum(0))
     held = g(A, x)
     for _ in range(3):
@@ -385,7 +385,7 @@ def test_a_gradient_array_is_reused_only_when_nothing_can_see_it():
 
 
 @pytest.mark.parametrize("shapes", [((3, 4), (4, 3)), ((2, 6), (6, 2))])
-def test_a_reused_gradient_array_takes_the_new_shape_and_layout(shapes):
+def test_gradient_arrays_take_each_calls_shape_and_layout(shapes):
     rng = np.random.default_rng(4)
     g = bytegrad.grad(nested_loop, (0, 1), jit=True)
     for shape in [*shapes, shapes[0]]:
@@ -397,12 +397,12 @@ def test_a_reused_gradient_array_takes_the_new_shape_and_layout(shapes):
                 gA, gx = g(a, x)
                 assert gA.shape == a.shape and gx.shape == x.shape
                 assert np.array_equal(gA, np.broadcast_to(x, a.shape)) and np.allclose(gx, a.sum(0))
-                del gA, gx  # (dropped: the next call may reuse them)
+                del gA, gx
     A = rng.normal(size=shapes[0])
     x = rng.normal(size=shapes[0][1])
-    held = g(A, x), g(np.asfortranarray(A), x)  # (the second's arrays: new ones, as F's)
+    held = g(A, x), g(np.asfortranarray(A), x)
     del held
-    gA, gx = g(A, x)  # (C, and may reuse them)
+    gA, gx = g(A, x)  # (C after F)
     assert np.array_equal(gA, np.broadcast_to(x, A.shape)) and np.allclose(gx, A.sum(0))
 
 
@@ -423,9 +423,9 @@ def test_threads_sharing_one_compiled_gradient_get_their_own():
 
 
 @pytest.mark.regression
-def test_a_dropped_gradient_changed_in_place_is_not_reused():
-    # The pool handed back an array its last holder had reshaped (a 32-dimensional one
-    # crashed numba's entry point), retyped or frozen.
+def test_a_dropped_gradient_changed_in_place_leaves_the_next_alone():
+    # A pool of dropped gradient arrays handed back one its last holder had reshaped (a
+    # 32-dimensional one crashed numba's entry point), retyped or frozen.
     g = bytegrad.grad(rosenbrock, jit=True)
     x = np.array([0.5, -0.3, 0.8, 1.1, 0.2, -0.7])
     want = g(x).copy()
