@@ -9,7 +9,8 @@ pays none.  PyTorch and JAX keep their own caching allocators for the same reaso
 
 A pullback asks `empty` for its output instead of NumPy.  A cached array is handed
 out again only when the cache holds the only reference to it: a gradient the caller
-still holds, or any view of it (a view refers to its base), is never written over.
+still holds, any view of it (a view refers to its base) or a weak reference to it, is
+never written over.
 Small arrays are not cached (malloc reuses their memory without faults), nor are
 arrays once the cache holds `LIMIT` bytes.  The cache is per thread.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 from ._frozen import np
 
@@ -56,7 +58,7 @@ def empty(shape, dtype=np.float64):
         arrays = c[key] = []
     for i in range(len(arrays)):
         a = arrays[i]
-        if sys.getrefcount(a) == _FREE:
+        if sys.getrefcount(a) == _FREE and not weakref.getweakrefcount(a):  # (no weak one either)
             # intact: its last holder may have set its shape, dtype or flags.writeable
             f = a.flags
             if a.shape == key[0] and a.dtype == dtype and f.writeable and f.c_contiguous \

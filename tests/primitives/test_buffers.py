@@ -41,6 +41,19 @@ def test_a_view_keeps_its_array_from_reuse():
     assert not np.shares_memory(v, b)
 
 
+@pytest.mark.regression
+def test_a_weakly_referenced_array_keeps_its_values():
+    # The cache counted strong references only: a weak reference saw the array change.
+    import weakref
+    a = buffers.empty(BIG)
+    a[:] = 1.0
+    r = weakref.ref(a)
+    del a
+    b = buffers.empty(BIG)
+    b[:] = 2.0
+    assert r() is None or np.all(r() == 1.0)
+
+
 def test_small_arrays_are_left_to_numpy():
     a = buffers.empty((8, 8))
     del a

@@ -423,6 +423,7 @@ def test_threads_sharing_one_compiled_gradient_get_their_own():
 
 
 @pytest.mark.regression
+@pytest.mark.filterwarnings("ignore:Setting the (shape|dtype) on a NumPy array:DeprecationWarning")
 def test_a_dropped_gradient_changed_in_place_leaves_the_next_alone():
     # A pool of dropped gradient arrays handed back one its last holder had reshaped (a
     # 32-dimensional one crashed numba's entry point), retyped or frozen.
