@@ -180,7 +180,7 @@ def _zip(ts, *xss, strict=False):
     y, ds = consume_rows(xss, ts, strict)
     if all([d is None for d in ds]):
         return y, None
-    return y, [tuple(row) for row in zip(*(d or [None] * len(y) for d in ds))]
+    return y, [tuple(row) for row in zip(*[d or [None] * len(y) for d in ds])]
 
 
 @frule(enumerate)
@@ -460,7 +460,7 @@ _merging(ops.dict_merge)
 def _update(ts, d, *other, **kw):
     (dd, *dother), dkw = _split(ts, 1 + len(other))
     sh = current()
-    if dd is None and all(t is None for t in dother) and not any(dkw.values()) and id(d) not in sh.entries:
+    if dd is None and all([t is None for t in dother]) and not any(dkw.values()) and id(d) not in sh.entries:
         d.update(*other, **kw)
         return None, None
     new = dict(*other, **kw)
@@ -495,7 +495,7 @@ def _partial(ts, f, *args, **kw):
         dargs = list(inner.get("args") or (None,) * len(f.args)) + dargs
         dkw = {**(inner.get("keywords") or {}), **dkw}
     return y, none_if_zero({"func": df, "args": none_if_zero(tuple(dargs)), "keywords": none_if_zero(dkw)}) \
-        if df is not None or any(d is not None for d in dargs) or any(dkw.values()) else None
+        if df is not None or any([d is not None for d in dargs]) or any(dkw.values()) else None
 
 
 @frule(dict.pop)
@@ -679,7 +679,7 @@ def _object_setattr(ts, obj, name, v):
 def _set_maker(make):
     @frule(make)
     def fr(ts, *xs):
-        if any(t is not None for t in ts):
+        if any([t is not None for t in ts]):
             raise _unsupported(f"a set of differentiable values ({make.__name__})", "; use a list or tuple")
         return make(*xs), None
     return fr

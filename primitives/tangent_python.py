@@ -267,7 +267,7 @@ def _atan2(ts, a, b):
 @frule(_math.hypot)
 def _hypot(ts, *xs):
     y = _math.hypot(*xs)
-    return y, None if y == 0 else _sum_tangents(times(d, x / y) for d, x in zip(ts, xs))
+    return y, None if y == 0 else _sum_tangents([times(d, x / y) for d, x in zip(ts, xs)])
 
 
 def _sum_tangents(ds):
@@ -286,7 +286,7 @@ def _float(ts, *args):
 @frule(complex)
 def _complex(ts, *args):
     y = complex(*args)
-    if any(isinstance(a, (str, bytes)) for a in args):
+    if any([isinstance(a, (str, bytes)) for a in args]):  # (a list: forward over forward lifts it)
         return y, None
     return y, plus(None if not ts or ts[0] is None else complex(ts[0]),
                    None if len(ts) < 2 or ts[1] is None else 1j * ts[1])

@@ -187,7 +187,16 @@ def test_calls_like_g_x_star_args_and_loops_over_sequences_differentiate_to_seco
         for j, x in enumerate([v, 2.0]):
             s = s + (j + 1) * x * v
         return s  # v² + v⁴ + v² + 4 v
+
+    def zips(v):
+        s = 0.0
+        for a, b in zip((v, v * v), [2.0, v]):
+            s = s + a * b
+        return s  # 2 v + v³
     for f, second in ((lambda v: math.pow(v, *(3.0,)), lambda v: 6.0 * v),
+                      (zips, lambda v: 6.0 * v),
+                      (lambda v: math.hypot(v, 2.0 * v, 3.0), lambda v: 45.0 / (5.0 * v * v + 9.0) ** 1.5),
+                      (lambda v: complex(v, v * v).imag * v, lambda v: 6.0 * v),
                       (lambda v: h(v, *[v * v, 2.0]), lambda v: 12.0 * v),
                       (lambda v: h(*[v], *(v, v)), lambda v: 6.0 * v),
                       (over, lambda v: 4.0 + 12.0 * v ** 2)):
