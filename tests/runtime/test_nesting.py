@@ -449,6 +449,9 @@ NUMPY_SECOND = {
     "concatenate": lambda x: np.concatenate([_vec(x), _vec(x) ** 2]).sum(),
     "stack": lambda x: np.stack([_vec(x), _vec(x)], axis=1)[1, 0] ** 3,
     "ndarray.sum": lambda x: (_vec(x) ** 2).sum(), "mean axis": lambda x: np.mean(np.outer(_vec(x), _vec(x)) ** 2, axis=1)[0],
+    "norm ord=2": lambda x: np.linalg.norm(_vec(x), ord=2),
+    "norm axis": lambda x: np.linalg.norm(np.outer(_vec(x), _vec(x)), axis=1)[0] ** 1.5,
+    "norm fro": lambda x: np.linalg.norm(np.outer(_vec(x), _vec(x)) + 1.0, "fro"),
 }
 
 
