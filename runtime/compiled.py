@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import importlib.util
+import itertools
 import operator
 import os
 import re
@@ -28,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..transforms.typed import BOOL, F32, F64, I64, NotCompilableError, ScalarFn, infer, is_float, of_value
+from ..transforms.typed import (BOOL, F32, F64, I64, Const, NotCompilableError, ScalarFn, Tuple, infer, is_float,
+                                of_value)
 
 _BUILTINS = vars(builtins)
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
@@ -48,6 +50,7 @@ def cache_dir() -> Path:
 
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+_TAGS = itertools.count()  # (each key's prefix: ``next`` is atomic, as ``len`` then an insert is not)
 # (NumPy's function without its __array_function__ dispatch, which has nothing to do for
 # an ndarray, the checks' type: 0.13 µs a call against 0.32)
 _EMPTY_LIKE = getattr(np.empty_like, "_implementation", np.empty_like)
@@ -65,7 +68,14 @@ def _key(args) -> tuple:
     array's dtype (equal dtypes are one key, a byte order another) and ndim."""
     return tuple([(a.dtype, a.ndim) if type(a) is np.ndarray
                   else (int, _INT64[0] <= a <= _INT64[1]) if type(a) is int
-                  else type(a) if type(a) in _SCALAR_TYPES else of_value(a) for a in args])
+                  else type(a) if type(a) in _SCALAR_TYPES else _kind(a) for a in args])
+
+
+def _kind(a):
+    """`of_value`, by type for a value the tier does not take (whose refusal it keys: not by
+    the value, or each call of a function given a list would keep one)."""
+    t = of_value(a)
+    return type(a) if isinstance(t, Const) else t
 
 
 class _Entry:
@@ -166,11 +176,12 @@ def _callers(e, f, args, sig, wrt, reads):
     # (the tapes' sizes by items and an unpacking: a starred argument costs 0.1 µs)
     call = (f"y, {''.join(x + ', ' for x in numbers)}_s[0], _s[1] = {{}}({''.join(f'a{k}, ' for k in range(n))}"
             f"1.0, _s[0], _s[1]{''.join(', ' + b for b in arrays)})")
-    env["_ep"] = _entry_point(e.fused, args, like.values())
+    # (never None: a thread still running the code of this key's previous entry, past its
+    # test of the flags, calls whatever the key's ``_ep`` now is, for arguments of its types)
+    env["_ep"] = _entry_point(e.fused, args, like.values()) or e.fused
     behaved = [f"a{k}.flags.carray" for k, a in enumerate(args) if type(a) is np.ndarray]
-    body = lines + ([call.format("_fused")] if env["_ep"] is None else [
-        f"if {' and '.join(behaved) or 'True'}:", "    " + call.format("_ep"), "else:",
-        "    " + call.format("_fused")])
+    body = lines + [f"if {' and '.join(behaved) or 'True'}:", "    " + call.format("_ep"), "else:",
+                    "    " + call.format("_fused")]
     check = [f"if len(args) != {n}:", "    return False", *unpack, f"if not ({' and '.join(terms)}):",
              "    return False"]
     env = {e.tag + k: v for k, v in env.items()}
@@ -188,9 +199,11 @@ def _callers(e, f, args, sig, wrt, reads):
 
 
 def _apart(args) -> bool:
-    """Whether no two arrays among ``args`` (their items, for tuples) share memory."""
+    """Whether the arrays among ``args`` (their items, for tuples: the tier takes one level)
+    are writeable and no two share memory: what a function that writes elements needs."""
     arrays = [a for x in args for a in (x if type(x) is tuple else (x,)) if type(a) is np.ndarray]
-    return not any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+    return all(a.flags.writeable for a in arrays) and \
+        not any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
 def _entry_point(fused, args, like):
@@ -243,6 +256,12 @@ def build(f, args, wrt, tag="") -> _Entry:
     """The compiled gradient of ``f`` for arguments of the types of ``args`` and entry
     positions ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
     sig = signature(args)
+    for k, t in enumerate(sig):  # (a value it would take as a constant: numba cannot type it)
+        items = t.items if isinstance(t, Tuple) else (t,)
+        if any(isinstance(i, (Const, Tuple)) for i in items):
+            raise NotCompilableError(f"argument {k + 1} of {f.__qualname__} ({t!r})", f.__code__.co_filename,
+                                     f.__code__.co_firstlineno, "the tier takes floats, ints, bools, "
+                                     "float arrays of 1-3 dimensions and tuples of these, one level deep")
     from ..transforms.fused import source
     typed = infer(f, sig, _FUNCS)
     src = source(typed, wrt, _FUNCS)
@@ -305,9 +324,10 @@ class Compiled:
         e = self.entries.get(key)
         if e.__class__ is _Entry and e.written and not _apart(args):
             code = self.f.__code__
-            return NotCompilableError("arrays that share memory", code.co_filename, code.co_firstlineno,
-                                      "the function writes elements of arrays, and the tier's tape "
-                                      "restores what it overwrote as if no argument were another's view")
+            return NotCompilableError("read-only arrays or arrays that share memory", code.co_filename,
+                                      code.co_firstlineno, "the function writes elements of arrays, "
+                                      "and the tier's tape restores what it overwrote as if no "
+                                      "argument were another's view")
         if e is None or e.__class__ is _Entry and not e.valid(args):
             n = len(args)
             bad = [i for i in self.wanted if not -n <= i < n]
@@ -316,7 +336,7 @@ class Compiled:
                                  f"of {self.f.__qualname__} with {n} arguments")
             try:
                 e = build(self.f, args, tuple(i % n + 1 for i in self.wanted),
-                          self.tags.setdefault(key, f"_{len(self.tags)}"))
+                          self.tags.setdefault(key, f"_{next(_TAGS)}"))
             except NotCompilableError as err:
                 e = err
             self.entries[key] = e

@@ -137,8 +137,8 @@ def of_value(x) -> Type:
     import numpy as np  # (only the compiled tier, which needs numba anyway, types values)
     if isinstance(x, (bool, np.bool_)):
         return BOOL
-    if isinstance(x, np.integer) or isinstance(x, int) and -(1 << 63) <= x < 1 << 63:
-        return I64  # (a larger int is a constant: not a type the tier takes)
+    if isinstance(x, np.signedinteger) or isinstance(x, int) and -(1 << 63) <= x < 1 << 63:
+        return I64  # (a larger int, or an unsigned one, is a constant: not a type the tier takes)
     if isinstance(x, (float, np.float64)):
         return F64
     if isinstance(x, np.float32):

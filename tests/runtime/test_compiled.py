@@ -555,3 +555,77 @@ def test_arrays_that_share_memory_where_elements_are_written_are_refused():
     assert np.allclose(gx + gy, 4 * a ** 3)
     gx, gy = g(a, b)  # (apart again: the compiled gradient)
     assert np.allclose(gx, b * b) and np.allclose(gy, 2 * a * b)
+
+
+_SCALE = 2.0
+
+
+def _scaled_squares(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i] * _SCALE
+    return s
+
+
+@pytest.mark.regression
+def test_a_thread_running_the_code_of_an_entry_rebuilt_by_another_gets_a_right_gradient():
+    # A rebuild for the same key (a global rebound, a strided array) left None where the
+    # other thread's code, past its test of the flags, called the entry point.
+    global _SCALE
+    g = bytegrad.grad(_scaled_squares, jit=True)
+    xc = np.arange(1.0, 5.0)
+    xs = np.repeat(xc, 2)[::2]  # (the same key, not C-contiguous)
+    g(xc)
+    bad = []
+
+    def work(k, barrier):
+        global _SCALE
+        barrier.wait()
+        for j in range(400):
+            if k:
+                _SCALE = 2.0 if j % 2 else 3.0
+            try:
+                got = g(xs if k and j % 4 < 2 else xc)
+            except Exception as e:  # noqa: BLE001  (any error is the bug)
+                bad.append(repr(e))
+                continue
+            if not (np.allclose(got, 4.0 * xc) or np.allclose(got, 6.0 * xc)):
+                bad.append(got)
+    try:
+        in_threads(work, 2, 3, switch=1e-6)
+    finally:
+        _SCALE = 2.0
+    assert not bad
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args, want", [
+    (lambda t: t[0][0] * t[0][0] + t[1], (((3.0,), 2.0),), ((6.0,), 1.0)),  # a tuple in a tuple
+    (lambda x, g: g(x), (0.5, math.sin), math.cos(0.5)),  # a function as an argument
+    (lambda x, k: x * k, (0.5, np.uint8(3)), 3.0),  # an unsigned int: NumPy's arithmetic wraps
+])
+def test_arguments_the_tier_does_not_take_are_refused_before_numba_sees_them(f, args, want):
+    # A nested tuple, a function or an unsigned int reached numba (TypeError, ValueError,
+    # TypingError, or the arithmetic of signed ints), which jit="auto" did not catch.
+    with pytest.raises(bytegrad.NotCompilableError, match="cannot be compiled: the tier takes"):
+        bytegrad.grad(f, jit=True)(*args)
+    got = bytegrad.grad(f, jit="auto")(*args)
+    assert got == want if isinstance(want, tuple) else got == pytest.approx(want)
+
+
+@pytest.mark.regression
+def test_a_read_only_array_in_a_function_that_writes_elements_is_refused():
+    # numba's TypingError (setitem of a read-only array) escaped jit="auto".
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 3.0
+            s = s + x[i] * x[i]
+        return s
+    ro = np.array([1.0, 2.0])
+    ro.flags.writeable = False
+    with pytest.raises(bytegrad.NotCompilableError, match="read-only"):
+        bytegrad.grad(f, jit=True)(ro)
+    with pytest.raises(ValueError, match="read-only"):  # (as the plain call raises)
+        bytegrad.grad(f, jit="auto")(ro)
+    assert np.array_equal(bytegrad.grad(f, jit=True)(np.array([1.0, 2.0])), [18.0, 36.0])
