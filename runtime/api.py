@@ -99,9 +99,12 @@ def _pullback(f, args, wrt, kw):
     """`pullback`, run inside a computation; its ``reverse`` too."""
     _callable(f)
     n = len(args)
+    asked = None
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
     like, rest = _layout(args, wrt)
+    if rest and _aliased(args, wrt, rest):  # (all computed, those asked handed back)
+        asked, wrt, like, rest = wrt, None, args, ()
     with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
             y, pb = call_function(f, args, kw, wrt=entry)
@@ -128,6 +131,8 @@ def _pullback(f, args, wrt, kw):
         g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
         mutation.reapply(sh)
         return _distinct(g, (dy, args))  # apart from what the call left in them
+    if asked is not None:
+        return y, lambda dy: tuple([g if i in asked else None for i, g in enumerate(reverse(dy))])
     return y, reverse
 
 
@@ -148,6 +153,17 @@ def _entry(wrt, n):
         w = tuple(sorted({operator.index(i) % n for i in key[0]}))
         e = _ENTRIES[key] = (w, (0,) + tuple(i + 1 for i in w))
     return e
+
+
+def _aliased(args, wrt, rest) -> bool:
+    """Whether an argument not in ``wrt`` (one of ``rest``) is one in it, or a view of its
+    memory: the transform where only ``wrt`` is active would take it for a constant,
+    though a change through either changes both.  (Then every argument's gradient is
+    computed, so one argument's does not depend on which others were asked for.)"""
+    if _LEAVES.issuperset(map(type, rest)):  # (numbers: nothing to share)
+        return False
+    held = {_key(args[i]) if type(args[i]) is np.ndarray else id(args[i]) for i in wrt}
+    return any((_key(a) if type(a) is np.ndarray else id(a)) in held for a in rest)
 
 
 def _plain(code, n) -> bool:

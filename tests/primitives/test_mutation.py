@@ -90,6 +90,28 @@ def test_aliases_see_each_others_writes():
 
 
 @pytest.mark.regression
+@pytest.mark.parametrize("second", [lambda c: c, lambda c: c[:]], ids=["same", "view"])
+def test_an_argument_given_twice_gets_the_gradient_it_gets_when_both_are_asked_for(second):
+    # With argnums naming one of two arguments that are one array, the other was taken for
+    # a constant though the function's writes through one change both: x's gradient was
+    # half of it, y's one not zero where y's values are overwritten before any read.
+    def f(x, y):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2.0
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i] * y[i]
+        return s  # Σ 4 c² for x and y one array c: y's own values are never read
+    a = np.array([1.0, 2.0, -0.5])
+    c = a.copy()
+    gx, gy = bytegrad.grad(f, (0, 1))(c, second(c))
+    assert np.allclose(gx, 8.0 * a) and np.allclose(gy, 0.0)
+    for k, want in ((0, gx), (1, gy)):
+        c = a.copy()
+        assert np.allclose(bytegrad.grad(f, k)(c, second(c)), want)
+
+
+@pytest.mark.regression
 def test_a_changed_value_passed_by_keyword_gets_its_gradient():
     """A value changed in place, then given to a rule or a Python function by keyword,
     gets the same gradient as by position (it was a silent None)."""
