@@ -602,22 +602,7 @@ def _norm(a, *args, **kw):
     if x is None:
         return y, nograd(n + 1)
     order = _arg(args, kw, 0, "ord")
-    axis = _arg(args, kw, 1, "axis")
-    nd = x.ndim
-    if axis is None:
-        if order is None or (order in ("f", "fro") and nd == 2) or (order == 2 and nd == 1):
-            axes, kind = tuple(range(nd)), "l2"
-        else:
-            axes, kind = tuple(range(nd)), None
-    elif isinstance(axis, tuple):
-        axes, kind = tuple(operator.index(i) % nd for i in axis), None
-    else:
-        axes, kind = (operator.index(axis) % nd,), None
-    if kind is None:
-        if len(axes) == 1:
-            kind = "l2" if order is None or order == 2 else "vec"
-        else:
-            kind = "l2" if order in (None, "fro", "f") else "mat"
+    axes, kind = norm_kind(order, _arg(args, kw, 1, "axis"), x.ndim)
     ks = _kshape(x.shape, axes)
 
     def back(dy):
@@ -635,6 +620,23 @@ def _norm(a, *args, **kw):
     by_order = type(order) in (float, np.float64) and 0 < abs(order) < np.inf and \
         len(axes) == 1 and kind != "mat"
     return y, back
+
+
+def norm_kind(order, axis, nd):
+    """``(axes, kind)`` of ``np.linalg.norm(x, order, axis)`` for an ``x`` of ``nd``
+    dimensions: the axes it reduces, and ``"l2"`` (Euclidean or Frobenius), ``"vec"``
+    (another vector norm) or ``"mat"`` (another matrix norm).  (Lists, not generators:
+    forward over forward lifts the forward rule that calls this.)"""
+    if axis is None:
+        axes = tuple(range(nd))
+        if order is None or (order in ("f", "fro") and nd == 2) or (order == 2 and nd == 1):
+            return axes, "l2"
+    else:
+        axes = tuple([operator.index(i) % nd for i in axis]) if isinstance(axis, tuple) else \
+            (operator.index(axis) % nd,)
+    if len(axes) == 1:
+        return axes, "l2" if order is None or order == 2 else "vec"
+    return axes, "l2" if order in (None, "fro", "f") else "mat"
 
 
 def _order_grad(x, p, axes, yk, d):

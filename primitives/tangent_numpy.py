@@ -26,6 +26,7 @@ from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
+from .np_reductions import norm_kind
 from .operators import _log
 
 # -- elementwise ---------------------------------------------------------------------
@@ -323,18 +324,13 @@ def _multi_dot(ts, arrays, *rest, **kw):
 
 @frule(np.linalg.norm)
 def _norm(ts, x, ord=None, axis=None, keepdims=False):
-    nd = np.ndim(x)
-    if type(axis) is int:
-        axis = (axis,)
-    euclid = ord in (None, 2) if axis is None and nd == 1 or axis is not None and len(axis) == 1 else \
-        ord in (None, "fro", "f") if axis is None and nd == 2 or axis is not None and len(axis) == 2 else \
-        ord is None
-    if not euclid:  # (the other norms: derived from the reverse rule, which nesting cannot lift)
+    axes, kind = norm_kind(ord, axis, np.ndim(x))
+    if kind != "l2":  # (the other norms: derived from the reverse rule, which nesting cannot lift)
         return derived(np.linalg.norm, record_of(np.linalg.norm))(ts, x, ord, axis, keepdims)
     y = np.linalg.norm(x, ord, axis, keepdims)
     if ts[0] is None:
         return y, None
-    s = np.sum(np.real(np.conj(x) * ts[0]), axis=axis, keepdims=keepdims)
+    s = np.sum(np.real(np.conj(x) * ts[0]), axis=axes, keepdims=keepdims)
     if np.ndim(y) == 0:
         return y, (0.0 * y if y == 0 else s / np.reshape(y, ()) + 0.0 * y)
     return y, np.where(y == 0, 0.0, s / np.where(y == 0, 1.0, y))  # (zero where the norm is)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..transforms.typed import (BOOL, F32, F64, I64, Const, NotCompilableError, ScalarFn, Tuple, infer, is_float,
-                                of_value)
+from ..transforms.typed import (BOOL, F32, F64, I64, INT64, Const, NotCompilableError, ScalarFn, Tuple, infer,
+                                is_float, of_value)
 
 _BUILTINS = vars(builtins)
 _FUNCS: dict = {}  # callable → ScalarFn (primitives.compiled_scalars fills it)
@@ -49,7 +49,6 @@ def cache_dir() -> Path:
     return Path(base) / "compiled"
 
 
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 _TAGS = itertools.count()  # (each key's prefix: ``next`` is atomic, as ``len`` then an insert is not)
 # (NumPy's function without its __array_function__ dispatch, which has nothing to do for
 # an ndarray, the checks' type: 0.13 µs a call against 0.32)
@@ -57,17 +56,15 @@ _EMPTY_LIKE = getattr(np.empty_like, "_implementation", np.empty_like)
 
 
 def signature(args) -> tuple:
-    """The types of a call's arguments, as the tier types them (an int beyond int64's range:
-    none it takes)."""
-    return tuple(of_value(a) if type(a) is int and not _INT64[0] <= a <= _INT64[1]
-                 else _SCALAR_TYPES.get(type(a)) or of_value(a) for a in args)
+    """The types of a call's arguments, as the tier types them."""
+    return tuple(map(of_value, args))
 
 
 def _key(args) -> tuple:
     """What decides a call's `signature`, cheaper to compute (a key of the cache): each
     array's dtype (equal dtypes are one key, a byte order another) and ndim."""
     return tuple([(a.dtype, a.ndim) if type(a) is np.ndarray
-                  else (int, _INT64[0] <= a <= _INT64[1]) if type(a) is int
+                  else (int, INT64[0] <= a <= INT64[1]) if type(a) is int
                   else type(a) if type(a) in _SCALAR_TYPES else _kind(a) for a in args])
 
 
@@ -136,7 +133,7 @@ def _callers(e, f, args, sig, wrt, reads):
             terms.append(f"type(a{k}) is tuple and _key(a{k}) == _t{k}")
         else:
             env[f"_t{k}"] = type(a)
-            terms.append(f"type(a{k}) is _t{k}" + (f" and {_INT64[0]} <= a{k} <= {_INT64[1]}"
+            terms.append(f"type(a{k}) is _t{k}" + (f" and {INT64[0]} <= a{k} <= {INT64[1]}"
                                                    if type(a) is int else ""))
     for j, (g, name, was, code) in enumerate(reads):
         env[f"_g{j}"], env[f"_w{j}"] = g, was
@@ -252,9 +249,10 @@ def _return_type(typed):
                 return typed.types.get(x) if hasattr(x, "id") else of_value(x)
 
 
-def build(f, args, wrt, tag="") -> _Entry:
-    """The compiled gradient of ``f`` for arguments of the types of ``args`` and entry
-    positions ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
+def _typed_source(f, args, wrt):
+    """``(signature, typed IR, fused source)`` of ``f``'s gradient for arguments of the
+    types of ``args`` and entry positions ``wrt`` (1 is the first argument);
+    `NotCompilableError` when it cannot be compiled."""
     sig = signature(args)
     for k, t in enumerate(sig):  # (a value it would take as a constant: numba cannot type it)
         items = t.items if isinstance(t, Tuple) else (t,)
@@ -264,7 +262,13 @@ def build(f, args, wrt, tag="") -> _Entry:
                                      "float arrays of 1-3 dimensions and tuples of these, one level deep")
     from ..transforms.fused import source
     typed = infer(f, sig, _FUNCS)
-    src = source(typed, wrt, _FUNCS)
+    return sig, typed, source(typed, wrt, _FUNCS)
+
+
+def build(f, args, wrt, tag="") -> _Entry:
+    """The compiled gradient of ``f`` for arguments of the types of ``args`` and entry
+    positions ``wrt`` (1 is the first argument); `NotCompilableError` when it cannot be."""
+    sig, typed, src = _typed_source(f, args, wrt)
     import numba
     key = hashlib.sha256(f"{numba.__version__} {sys.version}\n{src}".encode()).hexdigest()[:24]
     d = cache_dir()
@@ -322,12 +326,9 @@ class Compiled:
                                       "Python function (not a method, a class or a callable object)")
         key = _key(args)
         e = self.entries.get(key)
+        # (before `valid`, whose checks include this: a refused call must not rebuild)
         if e.__class__ is _Entry and e.written and not _apart(args):
-            code = self.f.__code__
-            return NotCompilableError("read-only arrays or arrays that share memory", code.co_filename,
-                                      code.co_firstlineno, "the function writes elements of arrays, "
-                                      "and the tier's tape restores what it overwrote as if no "
-                                      "argument were another's view")
+            return self._unapart()
         if e is None or e.__class__ is _Entry and not e.valid(args):
             n = len(args)
             bad = [i for i in self.wanted if not -n <= i < n]
@@ -341,11 +342,17 @@ class Compiled:
                 e = err
             self.entries[key] = e
             if e.__class__ is _Entry and e.written and not _apart(args):
-                return self.entry(args)
+                return self._unapart()
         if e.__class__ is _Entry and e.returns_float:
             for front, form in list(self.fronts.items()):
                 front.__code__ = e.code(front, form)
         return e
+
+    def _unapart(self):
+        code = self.f.__code__
+        return NotCompilableError("read-only arrays or arrays that share memory", code.co_filename,
+                                  code.co_firstlineno, "the function writes elements of arrays, and the "
+                                  "tier's tape restores what it overwrote as if no argument were another's view")
 
     def __call__(self, args, kw):
         if kw:
@@ -389,8 +396,7 @@ def explain(f, *args, argnums=0) -> str:
     try:
         if not isinstance(f, types.FunctionType):
             raise Compiled(f, wanted, True, None).entry(args)
-        from ..transforms.fused import source
-        source(infer(f, signature(args), _FUNCS), tuple(i % len(args) + 1 for i in wanted), _FUNCS)
+        _typed_source(f, args, tuple(i % len(args) + 1 for i in wanted))
     except NotCompilableError as e:
         return f"{f.__qualname__}: the dynamic tier, since {e}"
     sig = ", ".join(map(repr, signature(args)))

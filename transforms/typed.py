@@ -132,12 +132,15 @@ def is_float(t) -> bool:
     return t in FLOATS
 
 
+INT64 = (-(1 << 63), (1 << 63) - 1)  # the ints compiled code holds
+
+
 def of_value(x) -> Type:
     """The type of an argument or constant (anything else is a `Const`)."""
     import numpy as np  # (only the compiled tier, which needs numba anyway, types values)
     if isinstance(x, (bool, np.bool_)):
         return BOOL
-    if isinstance(x, np.signedinteger) or isinstance(x, int) and -(1 << 63) <= x < 1 << 63:
+    if isinstance(x, np.signedinteger) or isinstance(x, int) and INT64[0] <= x <= INT64[1]:
         return I64  # (a larger int, or an unsigned one, is a constant: not a type the tier takes)
     if isinstance(x, (float, np.float64)):
         return F64

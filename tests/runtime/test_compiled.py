@@ -429,7 +429,8 @@ def test_a_dropped_gradient_changed_in_place_leaves_the_next_alone():
     # 32-dimensional one crashed numba's entry point), retyped or frozen.
     g = bytegrad.grad(rosenbrock, jit=True)
     x = np.array([0.5, -0.3, 0.8, 1.1, 0.2, -0.7])
-    want = g(x).copy()
+    want = fd_gradient(rosenbrock, [x.copy()], 0)
+    g(x)
     for change in (lambda a: setattr(a, "shape", (6,) + (1,) * 31), lambda a: setattr(a, "shape", (6, 1)),
                    lambda a: setattr(a, "dtype", np.int64), lambda a: setattr(a.flags, "writeable", False)):
         gx = g(x)
@@ -437,7 +438,7 @@ def test_a_dropped_gradient_changed_in_place_leaves_the_next_alone():
         del gx
         got = g(x)
         assert got.shape == (6,) and got.dtype == np.float64 and got.flags.carray
-        assert np.array_equal(got, want)
+        assert np.allclose(got, want, rtol=1e-6)
 
 
 def _closes_over_c(x):
@@ -477,16 +478,17 @@ def test_equal_dtypes_share_one_compiled_gradient_and_other_byte_orders_their_ow
     g = bytegrad.grad(rosenbrock, jit=True)
     x = np.array([0.5, -0.3, 0.8, 1.1])
     blob = pickle.dumps(x)
-    want = g(x).copy()
+    want = fd_gradient(rosenbrock, [x.copy()], 0)
+    assert np.allclose(g(x), want, rtol=1e-6)
     for _ in range(3):
-        assert np.array_equal(g(pickle.loads(blob)), want)
+        assert np.allclose(g(pickle.loads(blob)), want, rtol=1e-6)
     names = len(g.__globals__)
     for _ in range(5):
         g(pickle.loads(blob))
     assert len(g.__globals__) == names
     with pytest.raises(bytegrad.NotCompilableError):
         g(x.astype(">f8"))
-    assert np.array_equal(g(x), want)
+    assert np.allclose(g(x), want, rtol=1e-6)
 
 
 @pytest.mark.regression
@@ -609,6 +611,7 @@ def test_arguments_the_tier_does_not_take_are_refused_before_numba_sees_them(f, 
     # TypingError, or the arithmetic of signed ints), which jit="auto" did not catch.
     with pytest.raises(bytegrad.NotCompilableError, match="cannot be compiled: the tier takes"):
         bytegrad.grad(f, jit=True)(*args)
+    assert "the dynamic tier" in bytegrad.explain(f, *args)
     got = bytegrad.grad(f, jit="auto")(*args)
     assert got == want if isinstance(want, tuple) else got == pytest.approx(want)
 
