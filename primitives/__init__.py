@@ -14,4 +14,5 @@ from ..runtime.nesting import second_order_rules  # noqa: E402
 
 second_order_rules()  # (reverse over forward of scalar arithmetic: after the forward rules)
 
+np_ufunc.ufuncs_read()
 arrays.rules_for_implementations()  # (last: of every rule above)

@@ -22,7 +22,8 @@ from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
-from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients
+from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
+    views
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -465,6 +466,7 @@ nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, rep
                   np.shape, np.ndim, np.size)
 
 sparse_gradients(op.getitem, ops.iterate, next, getattr, ops.send)
+views(op.getitem, getattr)  # (x[1:], x.T)
 
 
 @rule(ops.store_global)

@@ -36,7 +36,7 @@ import operator
 from ._frozen import np
 
 from ..runtime.algebra import Eye, unwrap
-from ..runtime.rules import Lazy, rule, sparse_gradients, takes_structured
+from ..runtime.rules import Lazy, only_reads, rule, sparse_gradients, takes_structured
 from . import buffers
 from ._on_import import when_imported
 from ._util import conj, unbroadcast as ub, zero_cotangent
@@ -590,6 +590,7 @@ def _trace(a, *args, **kw):
 
 sparse_gradients(np.trace, np.ndarray.trace)  # its argument's gradient may be an Eye
 takes_structured(np.matmul, operator.matmul)
+only_reads(2, np.dot, np.inner, np.outer, np.ndarray.dot)
 
 
 @rule(np.linalg.trace)

@@ -31,7 +31,7 @@ import operator
 from ._frozen import np
 
 from ..runtime.algebra import Fill, is_differentiable
-from ..runtime.rules import nograd, rule, sparse_gradients
+from ..runtime.rules import nograd, only_reads, rule, sparse_gradients
 from . import buffers
 from ._util import light, unbroadcast, zero_cotangent
 
@@ -254,6 +254,8 @@ def _mean(a, *args, **kw):
 
 
 sparse_gradients(np.mean, np.ndarray.mean, np.generic.mean)  # its argument's may be a Fill
+only_reads(2, np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
+           np.ndarray.sum, np.ndarray.mean, np.ndarray.prod, np.ndarray.max, np.ndarray.min)  # (a, axis)
 
 
 # --- var, std ------------------------------------------------------------------

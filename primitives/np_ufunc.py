@@ -25,7 +25,7 @@ from __future__ import annotations
 from ._frozen import np
 
 from ..runtime.forward import forward
-from ..runtime.rules import Lazy, nograd, rule
+from ..runtime.rules import RULES, Lazy, nograd, only_reads, rule
 from ._util import active, unbroadcast as ub
 from .np_reductions import _cumprod, _cumsum, _extremum, _prod, _sum
 
@@ -200,3 +200,10 @@ def _outer(uf, A, B, **kw):
         return Lazy(None, None, lambda: None if g[1] is None else ub(A, np.reshape(g[1], a.shape)),
                     lambda: g[2])
     return y, back
+
+
+def ufuncs_read():
+    """Declare every ufunc with a rule `only_reads` its inputs: called without ``out``
+    it makes a new array.  Run once every rule is registered."""
+    for f in [f for f in RULES if type(f) is np.ufunc and RULES[f].fn is not None]:
+        only_reads(f.nin, f)

@@ -24,9 +24,11 @@ from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
 from ..runtime.forward import forward
-from ..runtime.mutation import wrapping
-from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, returns_scalars, rule, \
-    takes_structured
+from ..runtime.mutation import Effect, wrapping
+from ..runtime.shadow import current
+from ..runtime.watch import WATCH
+from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, only_reads, returns_scalars, \
+    rule, takes_structured
 from . import buffers
 from ._util import abs_grad, active, conj, light, unbroadcast as ub, zero_cotangent
 from .mutation import in_place
@@ -321,10 +323,13 @@ def _by_method(f, a, b):
         if m is None:
             continue
         if type(m) is not _FUNCTION:
-            if m(x, y) is NotImplemented:
+            v = m(x, y)
+            if v is NotImplemented:
                 continue
+            if type(v) is np.ndarray and v.dtype.kind == "O":
+                _refuse_elementwise(f, calls)
             return None
-        v, pb = forward(m, x, y)
+        v, pb = _user_method(m, x, y)
         if v is not NotImplemented:
             return v, wrapping(pb, (lambda d: (None, *pb(d)[2:0:-1])) if swapped else
                                (lambda d: (None, *pb(d)[1:3])))
@@ -336,6 +341,48 @@ takes_structured(op.pow)  # (the Fill of np.mean: x ** 2 takes it in one pass)
 nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, op.not_,
                   op.contains, op.truth, op.invert, op.lshift, op.rshift, op.ilshift,
                   op.irshift)  # (| & ^ and their in-place forms: sets.py)
+
+
+def _refuse_elementwise(f, calls):
+    """Refuse an array and an object whose operator method NumPy called on each element
+    (as Python code run plainly, whose derivative bytegrad never sees)."""
+    m = next(m for m, *_ in calls if type(m) is _FUNCTION)
+    cls = m.__qualname__.rsplit(".", 1)[0]
+    code = m.__code__
+    raise NotImplementedError(
+        f"an array {_DUNDERS[f][2]} a {cls}: NumPy calls {m.__qualname__} "
+        f"({code.co_filename}:{code.co_firstlineno}) on each element, as code bytegrad does "
+        f"not differentiate; set __array_ufunc__ = None in {cls}, so that Python calls "
+        f"{m.__name__} with the whole array")
+
+
+def _user_method(m, x, y):
+    """``forward(m, x, y)`` for an operator method of a user's class, whose code may keep
+    the arrays it is given, out of `transforms.kept`'s sight, and change them later: an
+    array operand takes here the gradient such changes leave in the shadow (one made by a
+    kept statement has no `mutation.Owned` to take it), where it was not yet changed; one
+    the method changes in place is refused."""
+    sh = current()
+    fresh = [(k, a) for k, a in enumerate((x, y), 1)
+             if type(a) is np.ndarray and not (WATCH.all and sh.is_mutated(a))]
+    v, pb = forward(m, x, y)
+    for _, a in fresh:
+        if WATCH.all and sh.is_mutated(a):
+            code = m.__code__
+            raise NotImplementedError(
+                f"{m.__qualname__} ({code.co_filename}:{code.co_firstlineno}) changed the array "
+                f"it was given in place: bytegrad differentiates operator methods that read "
+                f"their operands; return a new array instead (other + 1, not other += 1)")
+    if not fresh:
+        return v, pb
+
+    def back(d):  # (run without a gradient too: the shadow may hold one)
+        g = pb(d)
+        g = [g[0], g[1], g[2]]
+        for k, a in fresh:
+            g[k] = unwrap(accum(g[k], sh.take(a)))
+        return tuple(g)
+    return v, Effect(back)
 
 
 _DUNDERS = {f: (f"__{n}__", f"__r{n}__", symbol) for f, n, symbol in (
@@ -352,3 +399,6 @@ returns_scalars("arith", op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod
                 op.pos, op.abs, abs, op.iadd, op.isub, op.imul, op.itruediv, op.ifloordiv,
                 op.imod, op.ipow, op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.not_, op.truth)
 returns_scalars("scalar", op.is_, op.is_not, op.contains, op.index)
+only_reads(2, op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, pow, op.matmul,
+           op.lt, op.le, op.eq, op.ne, op.gt, op.ge)
+only_reads(1, op.neg, op.pos, op.abs, abs, op.not_, op.truth)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ._frozen import math
 import operator as op
+from functools import partial
 
 from ._frozen import np
 
@@ -27,7 +28,7 @@ from ..ir.ops import Inline, InlineBack, watch
 from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
 from ..runtime.rules import RULES, taped
-from ..runtime.watch import WATCH
+from ..runtime.watch import KEPT, WATCH
 from ._util import zero_cotangent
 from .math import _UNARY
 from .operators import int_power_grad
@@ -36,10 +37,11 @@ _F64 = np.float64
 _NONES = (None,) * 4
 
 
-def _slow(push, f, *args):
-    """The call through ``f``'s ordinary rule, its pullback on the tape."""
+def _slow(w, push, f, *args):
+    """The call through ``f``'s ordinary rule, its pullback on the tape, watched through
+    ``w`` (`WATCH`, or `KEPT` for the record of a value the function only reads)."""
     y, pb = RULES[f].fn(*args)
-    push(watch(WATCH, pb, y, f, *args))
+    push(watch(w, pb, y, f, *args))
     return y
 
 
@@ -53,12 +55,12 @@ _FLOATS = frozenset({float, _F64})
 _REAL = _FLOATS | {int}  # (not bool, complex, nor float32: they take the rule)
 
 
-def _signed(f, sign):
+def _signed(f, sign, w):
     """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds."""
     def record(push, a, b):
         ta, tb = type(a), type(b)
         if ta not in _REAL or tb not in _REAL:
-            return _slow(push, f, a, b)
+            return _slow(w, push, f, a, b)
         push((ta is not int) + 2 * (tb is not int))  # which are floats: 0-3
         return a + b if sign > 0 else a - b
 
@@ -77,14 +79,14 @@ def _signed(f, sign):
 _MIXED = object()  # on the tape after operands one of which is an int: the back looks at their types
 
 
-def _operands(f, grads, unrolled=None):
+def _operands(f, grads, unrolled, w):
     """``a * b``-like: the derivatives need the operands; ``grads(a, b, d)`` gives
     ``(da, db)`` for floats; ``unrolled`` is the same as expressions over ``a``, ``b``
     (``k``) and ``d`` (see `InlineBack`)."""
     def record(push, a, b):
         ta, tb = type(a), type(b)
         if ta not in _REAL or tb not in _REAL:
-            return _slow(push, f, a, b)
+            return _slow(w, push, f, a, b)
         y = f(a, b)  # (first: what raises, 1.0 / 0.0, leaves nothing on the tape)
         push(a)
         push(b)
@@ -115,7 +117,7 @@ def _quotient(a, b, d):
     return zero_cotangent(d, da), zero_cotangent(d, db)
 
 
-def _power(f):
+def _power(f, w):
     """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
     def record(push, a, n):
         if type(a) in _FLOATS and type(n) is int:
@@ -123,7 +125,7 @@ def _power(f):
             push(a)
             push(n)
             return y
-        return _slow(push, f, a, n)
+        return _slow(w, push, f, a, n)
 
     def back(pop, d):
         n = pop()
@@ -137,7 +139,7 @@ def _power(f):
     return record, back
 
 
-def _unary(f, df):
+def _unary(f, df, w):
     """``f(x)`` of ``math`` for a float ``x``: pushes ``x`` and ``y``."""
     def record(push, x):
         if type(x) in _FLOATS:
@@ -145,7 +147,7 @@ def _unary(f, df):
             push(x)
             push(y)
             return y
-        return _slow(push, f, x)
+        return _slow(w, push, f, x)
 
     def back(pop, d):
         y = pop()
@@ -160,7 +162,7 @@ def _unary(f, df):
     return record, back
 
 
-def _element(f):
+def _element(f, w):
     """``x[i]`` of an array ``x`` at an int ``i`` giving a scalar, while nothing has been
     changed in place (then a read may need routing to the shadow: the rule's work)."""
     def record(push, x, i):
@@ -170,7 +172,7 @@ def _element(f):
                 push(x)
                 push(i)
                 return y
-        return _slow(push, f, x, i)
+        return _slow(w, push, f, x, i)
 
     def back(pop, d):
         i = pop()
@@ -206,24 +208,29 @@ def _popping(given, cases=None):
     return back
 
 
-def _register(f, record, back, into=None):
-    """``f``'s taped rules, named for ``ir dump`` after it (``mul_record``, ``sin_back``)."""
+def _register(f, make):
+    """``f``'s taped rules from ``make(w)``, ``(record, back[, into])`` watched through ``w``,
+    named for ``ir dump`` after ``f`` (``mul_record``, ``mul_kept``, ``sin_back``)."""
+    record, back, *into = make(WATCH)
+    into = into[0] if into else None
+    kept = make(KEPT)[0]
     given = getattr(getattr(back, "inline", None), "given", None)
-    for g, part in ((record, "record"), (back, "back"), (into, "into"), (given, "given")):
+    for g, part in ((record, "record"), (kept, "kept"), (back, "back"), (into, "into"), (given, "given")):
         if g is not None:
             g.__name__ = g.__qualname__ = f"{f.__name__}_{part}"
-    taped(f, record, back, into)
+    taped(f, record, back, into, kept)
 
 
 for _f, _s in ((op.add, 1), (op.iadd, 1), (op.sub, -1), (op.isub, -1)):
-    _register(_f, *_signed(_f, _s))
+    _register(_f, partial(_signed, _f, _s))
 for _f in (op.mul, op.imul):
-    _register(_f, *_operands(_f, lambda a, b, d: (d * b, a * d), ((op.mul, "d", "k"), (op.mul, "a", "d"))))
+    _register(_f, partial(_operands, _f, lambda a, b, d: (d * b, a * d),
+                          ((op.mul, "d", "k"), (op.mul, "a", "d"))))
 for _f in (op.truediv, op.itruediv):
-    _register(_f, *_operands(_f, _quotient))
+    _register(_f, partial(_operands, _f, _quotient, None))
 for _f in (op.pow, op.ipow):
-    _register(_f, *_power(_f))
-_register(op.getitem, *_element(op.getitem))
+    _register(_f, partial(_power, _f))
+_register(op.getitem, partial(_element, op.getitem))
 for _name, _df in _UNARY:
     if hasattr(math, _name):
-        _register(getattr(math, _name), *_unary(getattr(math, _name), _df))
+        _register(getattr(math, _name), partial(_unary, getattr(math, _name), _df))

@@ -20,9 +20,9 @@ from . import algebra, generators, mutation
 from .binding import call_with_keywords
 from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
-from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, nograd, nondifferentiable, rule_for, scalar_kind, taped_for
+from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, is_view, nograd, nondifferentiable, reads_of, rule_for, scalar_kind, taped_for
 from .shadow import current
-from .watch import WATCH
+from .watch import KEPT, WATCH
 
 
 class _Hooks:
@@ -43,6 +43,9 @@ class _Hooks:
     runs_without_gradient = staticmethod(mutation.runs_without_gradient)
     changeable = staticmethod(mutation.changeable)
     watching = WATCH
+    kept_watching = KEPT
+    reads = staticmethod(reads_of)
+    view = staticmethod(is_view)
 
 
 class Pullback(functools.partial, mutation.Always):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .algebra import accum, unwrap
 from .shadow import current, fields
-from .watch import WATCH
+from .watch import KEPT, WATCH
 
 
 class Always:
@@ -158,9 +158,11 @@ def changeable(x) -> bool:
 def watch_kind(t):
     """Values of type ``t`` may be mutated: their pullbacks must take their entries."""
     WATCH.kinds.add(t)
+    if t is not np.ndarray:  # (an ndarray a function only reads: `transforms.kept`)
+        KEPT.kinds.add(t)
 
 
-WATCH.watcher = watcher
+WATCH.watcher = KEPT.watcher = watcher
 for _t in (np.ndarray, list, dict):
     watch_kind(_t)
 

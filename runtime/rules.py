@@ -22,18 +22,20 @@ class Rule:
     ``aliases`` maps a keyword to the parameter it stands for (``np.clip``'s ``max`` is
     ``a_max``), and ``keywords`` names the keyword-only parameters whose gradients the
     rule gives in its trailing dict; ``returns`` is what it returns, for the analysis of
-    immutable numbers (`returns_scalars`).  Records are replaced, never changed, so a copy of
-    `RULES` restores the registry."""
+    immutable numbers (`returns_scalars`); ``reads`` and ``view`` say what it does with its
+    operands, for the analysis of values a function only reads (`only_reads`, `views`).
+    Records are replaced, never changed, so a copy of `RULES` restores the registry."""
 
     __slots__ = ("fn", "nondiff", "effectful", "changes_args", "sparse", "structured", "note",
-                 "like", "aliases", "keywords", "returns", "taped", "plan")
+                 "like", "aliases", "keywords", "returns", "taped", "reads", "view", "plan")
 
     def __init__(self, fn=None, nondiff=False, effectful=False, changes_args=False, sparse=False,
                  structured=False, note=None, like=None, aliases=None, keywords=(), returns=None,
-                 taped=None):
+                 taped=None, reads=0, view=False):
         self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
+        self.reads, self.view = reads, view  # (`only_reads`, `views`)
         self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
-        self.taped = taped  # (record, back, into) putting values on the tape: `taped`
+        self.taped = taped  # (record, back, into, kept) putting values on the tape: `taped`
         self.sparse, self.structured, self.note, self.like = sparse, structured, note, like
         self.aliases, self.keywords = aliases or {}, frozenset(keywords)
         self.plan = None  # the binding of keywords to positions, made on first use
@@ -190,13 +192,29 @@ def returns_scalars(kind, *fs):
         _record(f, returns=kind)
 
 
-def taped(f, record, back, into=None):
+def only_reads(n, *fs):
+    """Declare that a call of each of ``fs`` with at most ``n`` positional arguments, and
+    keywords other than ``out``, only reads its operands when they are ndarrays: it changes
+    none in place, and returns nothing that shares memory with one (a new array, a number),
+    so no later change in place reaches an operand through the result."""
+    for f in fs:
+        _record(f, reads=n)
+
+
+def views(*fs):
+    """Declare that ``f(x, …)`` may return what shares memory with ``x`` (``x[i:j]``,
+    ``x.T``), changing nothing in place: ``x`` is only read where the result is."""
+    _mark(fs, "view")
+
+
+def taped(f, record, back, into=None, kept=None):
     """Give ``f`` rules that put values on the tape, not closures (see
     ``primitives/taped.py``): ``record(push, *args)`` in the forward code and
     ``back(pop, d)`` in the adjoint, for calls of ``f`` with positional arguments.
     ``into(pop, d, g)``, for a callee whose gradient goes to its first argument only,
-    returns that argument's gradient slot ``g`` with the gradient added."""
-    _record(f, taped=(record, back, into))
+    returns that argument's gradient slot ``g`` with the gradient added.  ``kept`` is
+    ``record`` for a result the function only reads (`transforms.kept`)."""
+    _record(f, taped=(record, back, into, kept or record))
 
 
 def record_of(f):
@@ -218,6 +236,16 @@ def _reading(field, absent):
 
 # What the transforms and the runtime ask about a callable (the `_Hooks` of forward.py).
 is_nondiff = _reading("nondiff", False)
+is_view = _reading("view", False)
+
+
+def reads_of(f) -> int:
+    """How many positional operands a call of ``f`` only reads (`only_reads`): every one
+    for a callable that returns only numbers and changes nothing (``len``, ``math.sin``)."""
+    r = record_of(f)
+    if r is None:
+        return 0
+    return 1 << 30 if r.returns == "scalar" and not r.changes_args else r.reads
 is_effectful = _reading("effectful", False)
 
 
@@ -242,7 +270,7 @@ _C_FUNCTIONS = (types.BuiltinFunctionType, types.BuiltinMethodType, types.Method
 is_sparse = _reading("sparse", False)
 is_structured = _reading("structured", False)
 scalar_kind = _reading("returns", None)  # "scalar", "arith", "range" (`returns_scalars`)
-taped_for = _reading("taped", None)  # (record, back, into) (`taped`)
+taped_for = _reading("taped", None)  # (record, back, into, kept) (`taped`)
 rule_for = _reading("fn", None)  # the rule function
 
 

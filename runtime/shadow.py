@@ -22,7 +22,7 @@ import numpy as np
 
 from .algebra import Buffer, OneHot, accum, unwrap
 from .errors import user_location
-from .watch import WATCH
+from .watch import set_all
 
 
 def root(a):
@@ -283,9 +283,9 @@ def _gradient_of(x):
 
 
 # Each thread has its own stack of shadows (the bottom one belongs to no computation).
-# ``WATCH.all``, read inline by the emitted code, is one flag for all threads: set while
-# any shadow holds a mutated object, so a thread may take the watcher's slow path for
-# another's mutations, which then finds its own shadow clean.
+# ``WATCH.all`` (and ``KEPT.all``), read inline by the emitted code, is one flag for all
+# threads: set while any shadow holds a mutated object, so a thread may take the watcher's
+# slow path for another's mutations, which then finds its own shadow clean.
 _local = threading.local()
 _lock = threading.Lock()
 _count = [0]  # shadows holding a mutated object, in all threads
@@ -309,7 +309,7 @@ def current() -> Shadow:
 def _mutating(k):
     with _lock:
         _count[0] += k
-        WATCH.all = _count[0] > 0
+        set_all(_count[0] > 0)
 
 
 class fresh:

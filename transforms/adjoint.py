@@ -220,7 +220,7 @@ class _Adjoint:
             return self.resumed(b, v, st)
         taped = taped_call(st, self.taped)
         if taped is not None:
-            _, back, into = taped
+            _, back, into, _ = taped
             u = self.dense(v, st, gv, line)
             if into is not None and self.slot(st.args[0]) is not None and \
                     not any(self.slot(x) is not None for x in st.args[1:]):

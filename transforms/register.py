@@ -28,7 +28,7 @@ takes the edge's number as an extra argument and pushes it too.  The function re
       %8 = ops.unpack(%7, 2)                         # line 2
       %9 = operator.getitem(%8, 0)                   # line 2
       %10 = operator.getitem(%8, 1)                  # line 2
-      %11 = ops.watch(WATCH, %10, %9, numpy.dot, %2, %2) # line 2
+      %11 = ops.watch(KEPT, %10, %9, numpy.dot, %2, %2) # line 2
       %12 = %4(%11)                                  # line 2
       %13 = taped.mul_record(%4, %9, 2.0)            # line 2
       %14 = ops.build_tuple(%13, %3)                 # line 2
@@ -54,7 +54,7 @@ def yield_sites(ir) -> dict:
 
 
 def taped_call(st, taped):
-    """``(record, back, into)`` when statement ``st`` puts values on the tape (a
+    """``(record, back, into, kept)`` when statement ``st`` puts values on the tape (a
     constant callee with such rules, called with positional arguments), else None."""
     if isinstance(st.fn, (Var, Global)) or st.kw:
         return None
@@ -77,16 +77,18 @@ def _partly(st, active, hooks):
     return Stmt(hooks.forward_with, (wrt, st.fn) + st.args, None, st.line)
 
 
-def register(ir, active, hooks) -> IR:
+def register(ir, active, hooks, kept=frozenset()) -> IR:
     """The forward IR of the single-return primal ``ir``.
 
     ``hooks`` gives ``forward``, ``forward_soft``, ``forward_reading``, ``forward_in_try``,
-    ``rule_for``, ``taped`` and
-    ``watching`` (the runtime's state that ``ops.watch`` consults).  A constant callee
+    ``rule_for``, ``taped``, and ``watching`` and ``kept_watching`` (the runtime's states
+    that ``ops.watch`` consults: the second for a value in ``kept``, one the function only
+    reads, see `kept`).  A constant callee
     with a rule (``hooks.rule_for(f)`` is not None) is called through its rule
     directly, saving the dispatch in ``forward``; one with rules that put values on
-    the tape (``hooks.taped(f)`` is ``(record, back, into)``) becomes ``record(push, args…)``,
-    which pushes them itself.  A statement active only through hazards (in
+    the tape (``hooks.taped(f)`` is ``(record, back, into, kept)``) becomes
+    ``record(push, args…)`` (``kept(push, args…)`` for a value in ``kept``), which pushes them
+    itself.  A statement active only through hazards (in
     ``active.soft``) goes through ``forward_soft``; a call of code known only at run
     time given no active value (in ``active.reading``), through ``forward_reading``.
     """
@@ -126,7 +128,7 @@ def register(ir, active, hooks) -> IR:
                 continue
             pair = None if v in reading else taped_call(st, hooks.taped)
             if pair is not None:
-                env[v] = fwd.push(b, Stmt(pair[0], (push,) + st.args, None, st.line))
+                env[v] = fwd.push(b, Stmt(pair[3 if v in kept else 0], (push,) + st.args, None, st.line))
                 continue
             # a call with keywords goes through forward, which binds them to positions
             r = None if isinstance(st.fn, (Var, Global)) or st.kw or v in reading else hooks.rule_for(st.fn)
@@ -141,7 +143,8 @@ def register(ir, active, hooks) -> IR:
             t = fwd.push(b, Stmt(ops.unpack, (fwd.push(b, call), 2), None, st.line))
             env[v] = fwd.push(b, Stmt(operator.getitem, (t, 0), None, st.line))
             pb = fwd.push(b, Stmt(operator.getitem, (t, 1), None, st.line))
-            pb = fwd.push(b, Stmt(ops.watch, (hooks.watching, pb, env[v], st.fn) + st.args, st.kw, st.line))
+            w = hooks.kept_watching if v in kept else hooks.watching
+            pb = fwd.push(b, Stmt(ops.watch, (w, pb, env[v], st.fn) + st.args, st.kw, st.line))
             fwd.push(b, Stmt(push, (pb,), None, st.line))
         for br in blk.branches:
             new = br.map(look)

@@ -16,6 +16,7 @@ from ..ir.simplify import simplify
 from .activity import activity
 from .adjoint import adjoint
 from .modules import resolve_modules
+from .kept import kept
 from .register import register
 from .returns import unify_returns
 
@@ -32,11 +33,12 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     """Forward and adjoint IR of ``lifted``.
 
     ``hooks`` supplies what the passes insert but do not define (they know no
-    runtime): ``forward``, ``forward_soft``, ``rule_for``, ``watching`` (the state
-    ``ops.watch`` consults), ``accum``, ``unwrap``, ``kwgrad``,
+    runtime): ``forward``, ``forward_soft``, ``rule_for``, ``watching`` and ``kept_watching``
+    (the states ``ops.watch`` consults), ``accum``, ``unwrap``, ``kwgrad``,
     ``changeable`` (whether a global's value may be changed in place), ``changing`` (the
     callee may change its arguments in place), ``scalar_kind`` (whether the callee
-    returns immutable numbers), ``taped`` (the callee's rules that put values on the tape), and the predicates
+    returns immutable numbers), ``taped`` (the callee's rules that put values on the tape),
+    ``reads`` and ``view`` (what the callee does with its operands: `kept`), and the predicates
     ``nondiff`` (the callee's result carries no gradient), ``effectful`` (its
     pullback must always run) and ``sparse`` (its pullback may return a one-hot
     gradient for its first argument).  Globals are resolved in ``globals_`` to decide
@@ -45,7 +47,7 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     are wanted; by default all.
     """
     primal, active, h = prepare(lifted, hooks, globals_, wrt)
-    fwd = simplify(register(primal, active, h))
+    fwd = simplify(register(primal, active, h, kept(primal, h.reads, h.view)))
     adj = adjoint(primal, active, h)
     return Stages(lifted, primal, fwd, adj)
 
@@ -65,7 +67,7 @@ class _Resolving:
     """``hooks`` whose predicates about a callee (or a global's value) ask about what a
     `Global` names (the cache makes a new transform if the global is rebound)."""
 
-    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse")
+    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse", "reads", "view")
 
     def __init__(self, hooks, globals_):
         self.hooks, self.globals = hooks, globals_

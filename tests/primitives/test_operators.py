@@ -113,3 +113,25 @@ def test_a_number_type_with_python_methods_stays_a_number():
 def test_operands_no_method_accepts_raise_pythons_error():
     with pytest.raises(TypeError, match="unsupported operand"):
         bytegrad.grad(lambda a: Curve(1.0) % a)(0.4)
+
+
+class _Offset:
+    """A number-like class without ``__array_ufunc__ = None``: NumPy applies ``+`` to each
+    element of an array, calling ``__radd__`` with numbers, as plain code."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def __radd__(self, other):
+        return other + self.c
+
+
+@pytest.mark.regression
+def test_an_array_and_an_object_numpy_adds_elementwise_is_refused():
+    # (the gradient was None: NumPy ran __radd__ on each element, undifferentiated)
+    def f(x):
+        return np.sum(np.tanh(x) + _Offset(2.0)) * 1.0
+    with pytest.raises(NotImplementedError, match=r"an array \+ a _Offset: NumPy calls "
+                                                  r"_Offset.__radd__ \(.*test_operators.py:\d+\) "
+                                                  r"on each element.*__array_ufunc__ = None"):
+        bytegrad.gradient(f, np.array([0.3, -0.7]))

@@ -1,0 +1,188 @@
+"""The values a function only reads (`transforms.kept`): which they are, and gradients of
+programs where they meet changes in place, against finite differences."""
+import numpy as np
+import pytest
+
+import bytegrad
+from bytegrad.runtime.forward import _Hooks
+from bytegrad.transforms.kept import kept
+from bytegrad.transforms.reverse import _Resolving
+
+from checks import check_grad, check_stateful
+
+
+def kept_calls(f):
+    """The names of the callees whose results ``f`` only reads, in order."""
+    primal = bytegrad.stages(f).primal
+    hooks = _Resolving(_Hooks, f.__globals__)  # (``len`` is a global)
+    ks = kept(primal, hooks.reads, hooks.view)
+    return [getattr(st.fn, "__name__", repr(st.fn)) for _, v, st in primal.statements() if v in ks]
+
+
+def read_only(x, W):
+    h = np.tanh(x @ W)
+    return np.sum(h * h) + len(h)
+
+
+def changed_later(x):
+    h = np.tanh(x)
+    s = np.sum(h)
+    h[0] = 0.0
+    return s + np.sum(h * 3.0)
+
+
+def through_a_view(x):
+    h = np.exp(x)
+    v = h[1:]
+    v *= 2.0
+    return np.sum(h)
+
+
+def read_through_a_view(x):
+    h = np.exp(x)
+    return np.sum(h[1:] * h.T[0])
+
+
+def into_out(x):
+    h = np.sin(x)
+    np.multiply(x, x, out=h)
+    return np.sum(h)
+
+
+def handed_to_code(x):
+    h = np.cos(x)
+    return _total(h) + np.sum(h)
+
+
+def _total(a):
+    return np.sum(a * a)
+
+
+def in_a_loop(x):
+    h = np.tanh(x)
+    for _ in range(2):
+        h = h * 2.0
+    return np.sum(h)
+
+
+def returned(x):
+    return np.tanh(x) * 2.0
+
+
+def test_values_read_only_by_calls_that_read_are_kept():
+    assert kept_calls(read_only) == ["matmul", "tanh", "mul", "sum", "len"]
+
+
+def test_a_value_changed_in_place_later_is_not_kept():
+    assert kept_calls(changed_later) == ["sum", "mul", "sum"]
+
+
+def test_a_value_whose_view_is_changed_is_not_kept():
+    assert kept_calls(through_a_view) == []
+
+
+def test_a_value_read_through_views_is_kept():
+    assert kept_calls(read_through_a_view) == ["exp", "mul"]
+
+
+def test_a_value_written_through_out_is_not_kept():
+    assert kept_calls(into_out) == []
+
+
+def test_a_value_handed_to_python_code_is_not_kept():
+    assert kept_calls(handed_to_code) == ["sum"]
+
+
+def test_values_passed_to_another_block_or_returned_are_not_kept():  # (tanh's is multiplied)
+    assert kept_calls(in_a_loop) == []
+    assert kept_calls(returned) == ["tanh"]
+
+
+@pytest.mark.parametrize("f", [read_only, changed_later, through_a_view, read_through_a_view,
+                               into_out, handed_to_code, in_a_loop])
+def test_gradients_where_kept_values_meet_changes_in_place(f):
+    x = np.array([0.3, -0.7, 1.1, 0.4])
+    args = (x, np.eye(4) + 0.1) if f is read_only else (x,)
+    check_grad(f, *args)
+
+
+def kept_after_a_change(x, buf):
+    buf[0] = x[0] * 2.0  # (something is mutated: KEPT watches everything from here)
+    h = np.tanh(x * buf[0])
+    return np.sum(h * h)
+
+
+def test_a_value_kept_after_a_change_in_place():
+    check_stateful(kept_after_a_change, np.array([0.3, -0.7, 1.1]), np.zeros(3))
+
+
+class Keeper:
+    """An operator method that keeps the array it is given; `bump` changes it later."""
+
+    __array_ufunc__ = None  # (an array + a Keeper: Python calls __radd__ with the array)
+
+    def __init__(self):
+        self.held = None
+
+    def __radd__(self, other):
+        self.held = other
+        return other * 1.0
+
+    def bump(self):
+        self.held *= 3.0
+
+
+def kept_by_user_code(x):
+    k = Keeper()
+    h = np.tanh(x)
+    y = h + k
+    k.bump()
+    return np.sum(y) + np.sum(h * h)
+
+
+def test_an_array_a_user_operator_method_keeps_and_changes_later():
+    check_grad(kept_by_user_code, np.array([0.3, -0.7, 1.1]))
+
+
+class Giver:
+    """An operator method that returns an array it keeps, which `bump` changes later."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __add__(self, other):
+        return self.a
+
+    def bump(self):
+        self.a *= 2.0
+
+
+def returned_by_user_code(x):
+    g = Giver(np.sin(x))
+    y = g + 1.0
+    s = np.sum(y * y)
+    g.bump()
+    return s + np.sum(y)
+
+
+def test_an_array_a_user_operator_method_returns_and_changes_later():
+    check_grad(returned_by_user_code, np.array([0.3, -0.7, 1.1]))
+
+
+class Changer:
+    __array_ufunc__ = None
+
+    def __radd__(self, other):
+        other += 1.0
+        return other
+
+
+def changed_by_user_code(x):
+    h = np.tanh(x)
+    return np.sum(h + Changer())
+
+
+def test_a_user_operator_method_that_changes_its_array_operand_is_refused():
+    with pytest.raises(NotImplementedError, match=r"Changer.__radd__ \(.*test_kept.py:\d+\) "
+                                                  r"changed the array it was given in place"):
+        bytegrad.gradient(changed_by_user_code, np.array([0.3, -0.7]))

@@ -1,0 +1,93 @@
+"""Which values a function only reads: the part of the mutation analysis that spares
+the register pass its bookkeeping where nothing can change a value in place.
+
+A value made by a statement may be changed in place later, by this function or by
+whoever it is handed to; its pullback must then take the gradient that the change
+left in the shadow (`mutation.Owned`).  A value is *kept* when every statement that
+uses it is a call that only reads it (`rules.only_reads`: ``x @ W``, ``np.tanh(x)``,
+``np.sum(x, 0)``, ``len(x)``) or makes a view of it that is kept in turn (``x[1:]``,
+``x.T``: `rules.views`), and it is neither returned, nor passed to another block, nor
+called.  The register pass watches a kept value through `KEPT`, whose test passes an
+ndarray by unless something has been mutated:
+
+    >>> import bytegrad, numpy as np
+    >>> def f(x):
+    ...     h = np.tanh(x)
+    ...     return np.sum(h * h)
+    >>> print(bytegrad.stages(f).forward)
+    1: (%1, %2)
+      %3 = list()                                    # line 1
+      %4 = getattr(%3, 'append')                     # line 1
+      %5 = getattr(np, 'tanh')                       # line 2
+      %6 = ops.resolved(%5, numpy.tanh, 'np.tanh')   # line 2
+      %7 = np_elementwise.unary_rule.<locals>.r(%2)  # line 2
+      %8 = ops.unpack(%7, 2)                         # line 2
+      %9 = operator.getitem(%8, 0)                   # line 2
+      %10 = operator.getitem(%8, 1)                  # line 2
+      %11 = ops.watch(KEPT, %10, %9, numpy.tanh, %2) # line 2
+      %12 = %4(%11)                                  # line 2
+      %13 = getattr(np, 'sum')                       # line 3
+      %14 = ops.resolved(%13, numpy.sum, 'np.sum')   # line 3
+      %15 = taped.mul_kept(%4, %9, %9)               # line 3
+      %16 = np_reductions._sum(%15)                  # line 3
+      %17 = ops.unpack(%16, 2)                       # line 3
+      %18 = operator.getitem(%17, 0)                 # line 3
+      %19 = operator.getitem(%17, 1)                 # line 3
+      %20 = ops.watch(WATCH, %19, %18, numpy.sum, %15) # line 3
+      %21 = %4(%20)                                  # line 3
+      %22 = ops.build_tuple(%18, %3)                 # line 3
+      return %22
+
+(``np.sum``'s result is returned: it stays watched.)  A user's ``__add__`` that changes
+its array operand in place would reach a kept value: `operators` refuses that.
+"""
+from __future__ import annotations
+
+from ..ir import Var
+
+_OUT = "out"  # the keyword through which a NumPy function writes into an array
+
+
+def kept(ir, reads, view) -> set:
+    """The values of ``ir``'s statements that it only reads (see the module docstring).
+    ``reads(f)`` is how many positional operands a call of ``f`` only reads; ``view(f)``,
+    whether ``f(x, …)`` may share ``x``'s memory (its other operands it only reads)."""
+    if ir.meta.generator:  # (a yield hands values on)
+        return set()
+    fresh, handed, through = set(), set(), {}  # through: a view's value → the values it shares
+    for blk in ir.blocks:
+        for v, st in blk.stmts:
+            if _uses(v, st, reads, view, handed, through):
+                fresh.add(v)
+        for br in blk.branches:
+            handed.update(x for x in br.operands() if isinstance(x, Var))
+    changed = True
+    while changed:  # a value whose view is handed on is handed on
+        changed = False
+        for w, shared in through.items():
+            if w in handed and not handed.issuperset(shared):
+                handed.update(shared)
+                changed = True
+    return fresh - handed
+
+
+def _uses(v, st, reads, view, handed, through) -> bool:
+    """Record what statement ``%v = st`` does with each value it uses; whether ``%v`` is
+    new, shared with nothing else (a call that only reads its operands made it)."""
+    f = st.fn
+    if isinstance(f, Var):
+        handed.add(f)
+        f = None
+    n = 0 if f is None else reads(f)
+    shares = f is not None and view(f)
+    for k, x in enumerate(st.args):
+        if not isinstance(x, Var):
+            continue
+        if shares and k == 0 and not st.kw:
+            through.setdefault(v, set()).add(x)
+        elif not (k < n or shares and k > 0):
+            handed.add(x)
+    for name, x in (st.kw or {}).items():
+        if isinstance(x, Var) and (name == _OUT or not n or shares):
+            handed.add(x)
+    return 0 < len(st.args) <= n and not shares and _OUT not in (st.kw or ())
