@@ -610,12 +610,7 @@ def _norm(a, *args, **kw):
     def back(dy):
         yk = np.reshape(y, ks)
         d = _dy(dy, yk, ks)
-        if kind == "l2":
-            g = x * _safe_div(d, yk)
-        elif kind == "vec":
-            g = _vector_norm_grad(x, order, axes, yk, d)
-        else:
-            g = _matrix_norm_grad(x, order, axes, yk, d)
+        g = x * _safe_div(d, yk) if kind == "l2" else norm_gradient(x, order, axes, kind, yk, d)
         gp = _order_grad(x, float(order), axes, yk, d) if by_order else None
         return _grads(None if g is None else _like(a, np.asarray(g)), n, kw, ((0, "ord", gp),))
     # a float order of a vector norm is a differentiable exponent (an int, inf or a name is not)
@@ -639,6 +634,14 @@ def norm_kind(order, axis, nd):
     if len(axes) == 1:
         return axes, "l2" if order is None or order == 2 else "vec"
     return axes, "l2" if order in (None, "fro", "f") else "mat"
+
+
+def norm_gradient(x, order, axes, kind, yk, d):
+    """The gradient of a ``"vec"`` or ``"mat"`` norm (`norm_kind`) ``yk`` of ``x`` (in the
+    keepdims shape) for the output gradient ``d``; None for the "0-norm", which counts."""
+    if kind == "vec":
+        return _vector_norm_grad(x, order, axes, yk, d)
+    return _matrix_norm_grad(x, order, axes, yk, d)
 
 
 def _order_grad(x, p, axes, yk, d):

@@ -26,7 +26,7 @@ from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
-from .np_reductions import norm_kind
+from .np_reductions import norm_gradient, norm_kind
 from .operators import _log
 
 # -- elementwise ---------------------------------------------------------------------
@@ -325,11 +325,18 @@ def _multi_dot(ts, arrays, *rest, **kw):
 @frule(np.linalg.norm)
 def _norm(ts, x, ord=None, axis=None, keepdims=False):
     axes, kind = norm_kind(ord, axis, np.ndim(x))
-    if kind != "l2":  # (the other norms: derived from the reverse rule, which nesting cannot lift)
+    if kind != "l2" and (ts[1] is not None or type(ord) is str and ord not in ("nuc", "fro", "f")):
         return derived(np.linalg.norm, record_of(np.linalg.norm))(ts, x, ord, axis, keepdims)
     y = np.linalg.norm(x, ord, axis, keepdims)
     if ts[0] is None:
         return y, None
+    if kind != "l2":  # ⟨the reverse rule's gradient (at d = 1), the tangent⟩, as code nesting lifts
+        xa = np.asarray(x)
+        ks = tuple([1 if i in axes else n for i, n in enumerate(xa.shape)])
+        g = norm_gradient(xa, ord, axes, kind, np.reshape(y, ks), np.ones(ks))
+        if g is None:  # (the "0-norm" counts: piecewise constant)
+            return y, 0.0 * y
+        return y, np.sum(np.real(np.conj(g) * ts[0]), axis=axes, keepdims=keepdims)
     s = np.sum(np.real(np.conj(x) * ts[0]), axis=axes, keepdims=keepdims)
     if np.ndim(y) == 0:
         return y, (0.0 * y if y == 0 else s / np.reshape(y, ()) + 0.0 * y)

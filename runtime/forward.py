@@ -219,7 +219,7 @@ def forward(f, /, *args, **kw):
         if r.fn is not None:
             if not kw:
                 return r.fn(*args)
-            if kw.get("out") is not None:
+            if kw.get("out") is not None and not r.passes:
                 return mutation.with_out(lambda *a, **k: call_with_keywords(f, r, a, k), args, kw)
             return call_with_keywords(f, r, args, kw)
         if r.nondiff:

@@ -84,7 +84,7 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
 
 
 def _dispatch(f, df, dargs, dkw, args, kw):
-    if kw.get("out") is not None:
+    if kw.get("out") is not None and not getattr(record_of(f), "passes", False):
         return _with_out(f, df, dargs, dkw, args, kw)
     fr = frule_for(f)
     if fr is not None:

@@ -45,7 +45,7 @@ from .frules import derived, frule, frule_for
 from ..ir import ops
 from .jvp import _PLANS, compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
-from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, record_of, rule
+from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
 _COMPUTING = computing()
@@ -268,6 +268,9 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
 def _jvp_call_kw_rule(f, df, dargs, dkw, /, *args, **kw):
     y, back = _reverse_over_forward(f, df, dargs, dkw, args, kw)
     return y, _laid_out(back, True, kw)
+
+
+passes_keywords(jvp_call, jvp_call_kw)
 
 
 def _laid_out(back, keyed, kw):

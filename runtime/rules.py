@@ -27,13 +27,14 @@ class Rule:
     Records are replaced, never changed, so a copy of `RULES` restores the registry."""
 
     __slots__ = ("fn", "nondiff", "effectful", "changes_args", "sparse", "structured", "note",
-                 "like", "aliases", "keywords", "returns", "taped", "reads", "view", "plan")
+                 "like", "aliases", "keywords", "returns", "taped", "reads", "view", "passes", "plan")
 
     def __init__(self, fn=None, nondiff=False, effectful=False, changes_args=False, sparse=False,
                  structured=False, note=None, like=None, aliases=None, keywords=(), returns=None,
-                 taped=None, reads=0, view=False):
+                 taped=None, reads=0, view=False, passes=False):
         self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
         self.reads, self.view = reads, view  # (`only_reads`, `views`)
+        self.passes = passes  # (`passes_keywords`)
         self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
         self.taped = taped  # (record, back, into, kept) putting values on the tape: `taped`
         self.sparse, self.structured, self.note, self.like = sparse, structured, note, like
@@ -199,6 +200,12 @@ def only_reads(n, *fs):
     so no later change in place reaches an operand through the result."""
     for f in fs:
         _record(f, reads=n)
+
+
+def passes_keywords(*fs):
+    """Mark callables that pass their keywords on to the callable they are given
+    (``jvp_call(f, …, out=o)``): an ``out=`` there is ``f``'s, not theirs."""
+    _mark(fs, "passes")
 
 
 def views(*fs):

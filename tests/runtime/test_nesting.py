@@ -438,6 +438,10 @@ def _vec(x):
     return np.array([x, x * x, 0.5])
 
 
+def _mat(x):  # (distinct singular values, no ties in row or column sums)
+    return np.array([[x, 0.3, -1.0], [x * x, 2.0, 0.1]])
+
+
 NUMPY_SECOND = {
     "sin": lambda x: np.sum(np.sin(_vec(x))), "exp": lambda x: np.exp(_vec(x)).sum(),
     "tanh": lambda x: np.tanh(_vec(x))[1], "dot": lambda x: np.dot(_vec(x), _vec(x)),
@@ -452,6 +456,11 @@ NUMPY_SECOND = {
     "norm ord=2": lambda x: np.linalg.norm(_vec(x), ord=2),
     "norm axis": lambda x: np.linalg.norm(np.outer(_vec(x), _vec(x)), axis=1)[0] ** 1.5,
     "norm fro": lambda x: np.linalg.norm(np.outer(_vec(x), _vec(x)) + 1.0, "fro"),
+    **{f"norm matrix ord={p}": (lambda p: lambda x: np.linalg.norm(_mat(x), p))(p)
+       for p in (2, -2, "nuc", 1, -1, np.inf, -np.inf)},
+    **{f"norm vector ord={p}": (lambda p: lambda x: np.linalg.norm(_vec(x) - 0.3, p))(p)
+       for p in (1, 3, 0.5, np.inf, -np.inf)},
+    "norm matrix ord=2 axis": lambda x: np.linalg.norm(np.stack([_mat(x), _mat(x) ** 2]), 2, axis=(1, 2))[1],
 }
 
 
@@ -475,6 +484,19 @@ def test_a_starred_argument_followed_by_others_differentiates_to_second_order(ou
                       (lambda v: max(*(v * v,), v ** 3) * v, lambda v: 6.0 * v if v < 1 else 12.0 * v * v),
                       (lambda v: g(*(v,), v * v, *(v,)), lambda v: 6.0 * v)):
         _second_order_matches(f, second, outer, inner)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("outer, inner", COMBINATIONS)
+def test_a_ufunc_writing_into_out_at_second_order_is_refused_by_line(outer, inner):
+    # (a ValueError: the call of the inner level's tangent, which passes ``out=`` on to the
+    # ufunc, was taken for the ufunc, its pair (value, tangent) written into the array)
+    def f(x):
+        a = np.array([x, 2.0])
+        return np.sum(np.multiply(a, a, out=np.empty(2)) * x)
+    assert bytegrad.grad(f)(0.7) == pytest.approx(3 * 0.7 ** 2 + 4.0)
+    with pytest.raises(TypeError, match=r"test_nesting\.py:\d+: numpy.multiply: in-place out="):
+        OUTER[outer](lambda y: INNER[inner](f, y))(0.7)
 
 
 @pytest.mark.regression
