@@ -346,13 +346,12 @@ nondifferentiable(op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.is_, op.is_not, o
 def _refuse_elementwise(f, calls):
     """Refuse an array and an object whose operator method NumPy called on each element
     (as Python code run plainly, whose derivative bytegrad never sees)."""
-    m = next(m for m, *_ in calls if type(m) is _FUNCTION)
-    cls = m.__qualname__.rsplit(".", 1)[0]
-    code = m.__code__
+    m, obj = next((m, x) for m, x, _, _ in calls if type(m) is _FUNCTION)
+    cls = type(obj).__name__
     raise NotImplementedError(
-        f"an array {_DUNDERS[f][2]} a {cls}: NumPy calls {m.__qualname__} "
-        f"({code.co_filename}:{code.co_firstlineno}) on each element, as code bytegrad does "
-        f"not differentiate; set __array_ufunc__ = None in {cls}, so that Python calls "
+        f"an array {_DUNDERS[f][2]} a {cls}: NumPy calls {cls}.{m.__name__} on each element, "
+        f"as code bytegrad does not differentiate; convert the {cls} to a float or an array "
+        f"first, or, in a class of yours, set __array_ufunc__ = None, so that Python calls "
         f"{m.__name__} with the whole array")
 
 
@@ -360,19 +359,22 @@ def _user_method(m, x, y):
     """``forward(m, x, y)`` for an operator method of a user's class, whose code may keep
     the arrays it is given, out of `transforms.kept`'s sight, and change them later: an
     array operand takes here the gradient such changes leave in the shadow (one made by a
-    kept statement has no `mutation.Owned` to take it), where it was not yet changed; one
-    the method changes in place is refused."""
+    kept statement has no `mutation.Owned` to take it), where it was not yet changed.  One
+    the method changes in place gets its gradient through the shadow (`mutation.Routed`):
+    an error when the reverse pass ends if nothing took it (`mutation.refuse_lost`)."""
     sh = current()
     fresh = [(k, a) for k, a in enumerate((x, y), 1)
              if type(a) is np.ndarray and not (WATCH.all and sh.is_mutated(a))]
     v, pb = forward(m, x, y)
-    for _, a in fresh:
-        if WATCH.all and sh.is_mutated(a):
-            code = m.__code__
-            raise NotImplementedError(
-                f"{m.__qualname__} ({code.co_filename}:{code.co_firstlineno}) changed the array "
-                f"it was given in place: bytegrad differentiates operator methods that read "
-                f"their operands; return a new array instead (other + 1, not other += 1)")
+    changed = [a for _, a in fresh if WATCH.all and sh.is_mutated(a)]
+    if changed:
+        code = m.__code__
+        why = (f"{m.__qualname__} ({code.co_filename}:{code.co_firstlineno}) changed the array "
+               f"it was given in place, which a function of yours made and only read "
+               f"otherwise: bytegrad cannot give its gradient; return a new array instead "
+               f"(other + 1, not other += 1), or copy the array before the operator")
+        sh.unowned = (sh.unowned or []) + [(a, why) for a in changed]
+        fresh = [(k, a) for k, a in fresh if not any(a is c for c in changed)]
     if not fresh:
         return v, pb
 
@@ -400,5 +402,5 @@ returns_scalars("arith", op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod
                 op.imod, op.ipow, op.lt, op.le, op.eq, op.ne, op.gt, op.ge, op.not_, op.truth)
 returns_scalars("scalar", op.is_, op.is_not, op.contains, op.index)
 only_reads(2, op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, pow, op.matmul,
-           op.lt, op.le, op.eq, op.ne, op.gt, op.ge)
-only_reads(1, op.neg, op.pos, op.abs, abs, op.not_, op.truth)
+           op.lt, op.le, op.eq, op.ne, op.gt, op.ge, methods=True)
+only_reads(1, op.neg, op.pos, op.abs, abs, op.not_, op.truth, methods=True)

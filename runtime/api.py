@@ -129,7 +129,10 @@ def _pullback(f, args, wrt, kw):
         g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                   for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
         g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
-        mutation.reapply(sh)
+        try:
+            mutation.refuse_lost(sh, args)
+        finally:
+            mutation.reapply(sh)
         return _distinct(g, (dy, args))  # apart from what the call left in them
     if asked is not None:
         return y, lambda dy: tuple([g if i in asked else None for i, g in enumerate(reverse(dy))])

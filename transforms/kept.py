@@ -3,12 +3,16 @@ the register pass its bookkeeping where nothing can change a value in place.
 
 A value made by a statement may be changed in place later, by this function or by
 whoever it is handed to; its pullback must then take the gradient that the change
-left in the shadow (`mutation.Owned`).  A value is *kept* when every statement that
-uses it is a call that only reads it (`rules.only_reads`: ``x @ W``, ``np.tanh(x)``,
-``np.sum(x, 0)``, ``len(x)``) or makes a view of it that is kept in turn (``x[1:]``,
-``x.T``: `rules.views`), and it is neither returned, nor passed to another block, nor
-called.  The register pass watches a kept value through `KEPT`, whose test passes an
-ndarray by unless something has been mutated:
+left in the shadow (`mutation.Owned`).  A value is *kept* when a call that only reads
+its operands made it (`rules.only_reads`: ``x @ W``, ``np.tanh(x)``, ``np.sum(x, 0)``,
+``len(x)``), every statement that uses it is such a call or makes a view of it that is
+kept in turn (``x[1:]``, ``x.T``: `rules.views`), and it is neither passed to another
+block, nor called, nor given as ``out=``.  It may be returned: the caller's watch takes
+what a later change leaves.  What a call may hand back counts as used like its result:
+an override (``__array_ufunc__``) or a user's operator method may return an operand,
+and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``.  The register pass watches a
+kept value through `KEPT`, whose test lets an ndarray by unless something has been
+mutated:
 
     >>> import bytegrad, numpy as np
     >>> def f(x):
@@ -38,8 +42,8 @@ ndarray by unless something has been mutated:
       %22 = ops.build_tuple(%18, %3)                 # line 3
       return %22
 
-(``np.sum``'s result is returned: it stays watched.)  A user's ``__add__`` that changes
-its array operand in place would reach a kept value: `operators` refuses that.
+(``np.sum``'s result is returned: it is watched for its caller.)  A user's operator method
+given a kept array is watched at run time (`operators._user_method`).
 """
 from __future__ import annotations
 
@@ -48,44 +52,57 @@ from ..ir import Var
 _OUT = "out"  # the keyword through which a NumPy function writes into an array
 
 
-def kept(ir, reads, view) -> set:
+def kept(ir, reads, view, methods) -> set:
     """The values of ``ir``'s statements that it only reads (see the module docstring).
     ``reads(f)`` is how many positional operands a call of ``f`` only reads; ``view(f)``,
-    whether ``f(x, …)`` may share ``x``'s memory (its other operands it only reads)."""
+    whether ``f(…)`` may share an operand's memory (``x[i]``; ``np.s_[x]`` and
+    ``getattr(o, "a", x)`` hand back ``x``); ``methods(f)``, whether it may call a Python
+    method of an operand's class with the others (``a + b``: ``type(b).__radd__(b, a)``,
+    whose code may keep them, or return one)."""
     if ir.meta.generator:  # (a yield hands values on)
         return set()
-    fresh, handed, through = set(), set(), {}  # through: a view's value → the values it shares
+    fresh, handed, returned, to_methods = set(), set(), set(), set()
+    views, reading = {}, {}  # a view's or a read's value → the values it may share
     for blk in ir.blocks:
         for v, st in blk.stmts:
-            if _uses(v, st, reads, view, handed, through):
+            if _uses(v, st, reads, view, methods, handed, views, reading, to_methods):
                 fresh.add(v)
         for br in blk.branches:
-            handed.update(x for x in br.operands() if isinstance(x, Var))
+            (returned if br.kind == "return" else handed).update(
+                x for x in br.operands() if isinstance(x, Var))
+    # a view given to a user's method: its pullback takes only the view's part of the gradient
+    # a change through the method leaves (`operators._user_method`)
+    handed.update(to_methods.intersection(views))
     changed = True
-    while changed:  # a value whose view is handed on is handed on
+    while changed:  # what a value handed on (or a view returned) shares is handed on
         changed = False
-        for w, shared in through.items():
-            if w in handed and not handed.issuperset(shared):
-                handed.update(shared)
-                changed = True
-    return fresh - handed
+        for through, out in ((views, handed | returned), (reading, handed)):
+            for w, shared in through.items():
+                if w in out and not handed.issuperset(shared):
+                    handed.update(shared)
+                    changed = True
+    return fresh - handed - returned
 
 
-def _uses(v, st, reads, view, handed, through) -> bool:
+def _uses(v, st, reads, view, methods, handed, views, reading, to_methods) -> bool:
     """Record what statement ``%v = st`` does with each value it uses; whether ``%v`` is
-    new, shared with nothing else (a call that only reads its operands made it)."""
+    new (a call that only reads its operands made it: one that shares an operand's memory
+    only where a user's method, or a NumPy override, hands that operand back)."""
     f = st.fn
     if isinstance(f, Var):
         handed.add(f)
         f = None
     n = 0 if f is None else reads(f)
     shares = f is not None and view(f)
+    xs = {x for x in (*st.args, *(st.kw or {}).values()) if isinstance(x, Var)}
+    if shares:
+        views[v] = xs
+    elif n:
+        reading[v] = xs
+        if methods(f):
+            to_methods.update(xs)
     for k, x in enumerate(st.args):
-        if not isinstance(x, Var):
-            continue
-        if shares and k == 0 and not st.kw:
-            through.setdefault(v, set()).add(x)
-        elif not (k < n or shares and k > 0):
+        if isinstance(x, Var) and not (k < n or shares):
             handed.add(x)
     for name, x in (st.kw or {}).items():
         if isinstance(x, Var) and (name == _OUT or not n or shares):
