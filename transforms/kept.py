@@ -6,13 +6,14 @@ whoever it is handed to; its pullback must then take the gradient that the chang
 left in the shadow (`mutation.Owned`).  A value is *kept* when a call that only reads
 its operands made it (`rules.only_reads`: ``x @ W``, ``np.tanh(x)``, ``np.sum(x, 0)``,
 ``len(x)``), every statement that uses it is such a call or makes a view of it that is
-kept in turn (``x[1:]``, ``x.T``: `rules.views`), and it is neither passed to another
-block, nor called, nor given as ``out=``.  It may be returned: the caller's watch takes
-what a later change leaves.  What a call may hand back counts as used like its result:
-an override (``__array_ufunc__``) or a user's operator method may return an operand,
-and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``.  The register pass watches a
-kept value through `KEPT`, whose test lets an ndarray by unless something has been
-mutated:
+kept in turn (``x[1:]``, ``x.T``: `rules.views`), and it is neither returned (a rule
+such as ``functools.reduce`` may give it to code that changes it), nor passed to another
+block, nor called, nor given as ``out=``.  What a call may hand back is handed on where
+its result is: an override (``__array_ufunc__``) or a user's operator method may return
+an operand, and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``; a view given to an
+operator along with what may be an object of yours (an argument, what your code returned)
+is handed on: the object's method may keep it.  The register pass watches a kept value
+through `KEPT`, whose test lets an ndarray by unless something has been mutated:
 
     >>> import bytegrad, numpy as np
     >>> def f(x):
@@ -61,18 +62,22 @@ def kept(ir, reads, view, methods) -> set:
     whose code may keep them, or return one)."""
     if ir.meta.generator:  # (a yield hands values on)
         return set()
-    fresh, handed, returned, to_methods = set(), set(), set(), set()
+    fresh, handed, returned, numeric, to_methods = set(), set(), set(), set(), []
     views, reading = {}, {}  # a view's or a read's value → the values it may share
     for blk in ir.blocks:
         for v, st in blk.stmts:
-            if _uses(v, st, reads, view, methods, handed, views, reading, to_methods):
+            if _uses(v, st, reads, view, methods, handed, views, reading, numeric, to_methods):
                 fresh.add(v)
         for br in blk.branches:
             (returned if br.kind == "return" else handed).update(
                 x for x in br.operands() if isinstance(x, Var))
-    # a view given to a user's method: its pullback takes only the view's part of the gradient
-    # a change through the method leaves (`operators._user_method`)
-    handed.update(to_methods.intersection(views))
+    # a view given to an operator with another operand that may be an object of yours: its
+    # method may keep the view, and takes only the view's part of what a later change leaves
+    # (`operators._user_method`)
+    for xs in to_methods:
+        for x in xs.intersection(views):
+            if not numeric.issuperset(xs - {x}):
+                handed.add(x)
     changed = True
     while changed:  # what a value handed on (or a view returned) shares is handed on
         changed = False
@@ -84,8 +89,9 @@ def kept(ir, reads, view, methods) -> set:
     return fresh - handed - returned
 
 
-def _uses(v, st, reads, view, methods, handed, views, reading, to_methods) -> bool:
-    """Record what statement ``%v = st`` does with each value it uses; whether ``%v`` is
+def _uses(v, st, reads, view, methods, handed, views, reading, numeric, to_methods) -> bool:
+    """Record what statement ``%v = st`` does with each value it uses (``numeric``: the
+    values that are arrays and numbers, unless an override made them); whether ``%v`` is
     new (a call that only reads its operands made it: one that shares an operand's memory
     only where a user's method, or a NumPy override, hands that operand back)."""
     f = st.fn
@@ -99,8 +105,15 @@ def _uses(v, st, reads, view, methods, handed, views, reading, to_methods) -> bo
         views[v] = xs
     elif n:
         reading[v] = xs
-        if methods(f):
-            to_methods.update(xs)
+    if n or shares:
+        calls = not shares and methods(f)
+        if calls:
+            to_methods.append(xs)
+        # (np.tanh(x) is; x[i] and x.T are where x is: an index or a name makes no object,
+        # getattr's default may be one)
+        if not (shares or calls) or numeric.issuperset(xs) or shares and len(st.args) == 2 \
+                and st.args[0] in numeric:
+            numeric.add(v)
     for k, x in enumerate(st.args):
         if isinstance(x, Var) and not (k < n or shares):
             handed.add(x)
