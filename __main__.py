@@ -65,12 +65,12 @@ def dump_compiled(fn, stage, args, wrt) -> str:
     return f"# fused gradient of {where}\n{source(typed, wrt, _FUNCS)}"
 
 
-def dump(fn, stages, fmt) -> str:
+def dump(fn, stages, fmt, arrays=False) -> str:
     from .ir import show
     from .ir.printer import dot, dots
     from .runtime.api import stages as stages_of
     from .runtime.jax_api import tangent_stages
-    st = stages_of(fn) if set(stages) - {"tangent"} else None
+    st = stages_of(fn, arrays) if set(stages) - {"tangent"} else None
     if len(stages) > 1 and st is not None and st.lifted.meta.generator:
         stages = [s for s in stages if s != "tangent"]  # (forward mode takes no generator yet)
     out = []
@@ -136,6 +136,9 @@ def main(argv=None):
     d.add_argument("--args", help='argument types for --stage typed or fused: "float64[:], float64"')
     d.add_argument("--argnums", type=int, nargs="*", help="for --stage fused: the arguments whose "
                                                           "gradients it computes (default all)")
+    d.add_argument("--arrays", action="store_true",
+                   help="the transform of a call whose positional arguments are arrays or "
+                        "numbers (gradient and grad make it for such a call)")
     d.add_argument("--format", choices=("text", "dot"), default="text")
     d.add_argument("-o", "--output", help="write to this file instead of standard output")
     a = p.parse_args(argv)
@@ -143,7 +146,7 @@ def main(argv=None):
     if a.stage in ("typed", "fused"):
         text = dump_compiled(fn, a.stage, a.args, a.argnums)
     else:
-        text = dump(fn, STAGES if a.stage == "all" else (a.stage,), a.format)
+        text = dump(fn, STAGES if a.stage == "all" else (a.stage,), a.format, a.arrays)
     if a.output:
         with open(a.output, "w") as f:
             f.write(text + "\n")

@@ -24,9 +24,7 @@ from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
 from ..runtime.forward import forward
-from ..runtime.mutation import Effect, wrapping
-from ..runtime.shadow import current
-from ..runtime.watch import WATCH
+from ..runtime.mutation import wrapping
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, only_reads, returns_scalars, \
     rule, takes_structured
 from . import buffers
@@ -329,7 +327,7 @@ def _by_method(f, a, b):
             if type(v) is np.ndarray and v.dtype.kind == "O":
                 _refuse_elementwise(f, calls)
             return None
-        v, pb = _user_method(m, x, y)
+        v, pb = forward(m, x, y)
         if v is not NotImplemented:
             return v, wrapping(pb, (lambda d: (None, *pb(d)[2:0:-1])) if swapped else
                                (lambda d: (None, *pb(d)[1:3])))
@@ -353,38 +351,6 @@ def _refuse_elementwise(f, calls):
         f"as code bytegrad does not differentiate; convert the {cls} to a float or an array "
         f"first, or, in a class of yours, set __array_ufunc__ = None, so that Python calls "
         f"{m.__name__} with the whole array")
-
-
-def _user_method(m, x, y):
-    """``forward(m, x, y)`` for an operator method of a user's class, whose code may keep
-    the arrays it is given, out of `transforms.kept`'s sight, and change them later: an
-    array operand takes here the gradient such changes leave in the shadow (one made by a
-    kept statement has no `mutation.Owned` to take it), where it was not yet changed.  One
-    the method changes in place gets its gradient through the shadow (`mutation.Routed`):
-    an error when the reverse pass ends if nothing took it (`mutation.refuse_lost`)."""
-    sh = current()
-    fresh = [(k, a) for k, a in enumerate((x, y), 1)
-             if type(a) is np.ndarray and not (WATCH.all and sh.is_mutated(a))]
-    v, pb = forward(m, x, y)
-    changed = [a for _, a in fresh if WATCH.all and sh.is_mutated(a)]
-    if changed:
-        code = m.__code__
-        why = (f"{m.__qualname__} ({code.co_filename}:{code.co_firstlineno}) changed the array "
-               f"it was given in place, which a function of yours made and only read "
-               f"otherwise: bytegrad cannot give its gradient; return a new array instead "
-               f"(other + 1, not other += 1), or copy the array before the operator")
-        sh.unowned = (sh.unowned or []) + [(a, why) for a in changed]
-        fresh = [(k, a) for k, a in fresh if not any(a is c for c in changed)]
-    if not fresh:
-        return v, pb
-
-    def back(d):  # (run without a gradient too: the shadow may hold one)
-        g = pb(d)
-        g = [g[0], g[1], g[2]]
-        for k, a in fresh:
-            g[k] = unwrap(accum(g[k], sh.take(a)))
-        return tuple(g)
-    return v, Effect(back)
 
 
 _DUNDERS = {f: (f"__{n}__", f"__r{n}__", symbol) for f, n, symbol in (

@@ -13,7 +13,7 @@ import numpy as np
 from . import computing, mutation, shadow
 from .algebra import unwrap
 from .errors import NotScalarError
-from .forward import call_function, compiled, forward
+from .forward import Variant, call_function, compiled, forward
 from .generators import Generator
 
 
@@ -107,7 +107,8 @@ def _pullback(f, args, wrt, kw):
         asked, wrt, like, rest = wrt, None, args, ()
     with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
-            y, pb = call_function(f, args, kw, wrt=entry)
+            y, pb = call_function(f, args, kw, wrt=Variant(entry, tuple(
+                [i for i, a in enumerate(args, 1) if type(a) in _NUMERIC])))
         else:
             y, pb = forward(f, *args, **kw)
     if sh.lost is not None:
@@ -129,10 +130,7 @@ def _pullback(f, args, wrt, kw):
         g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                   for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
         g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
-        try:
-            mutation.refuse_lost(sh, args)
-        finally:
-            mutation.reapply(sh)
+        mutation.reapply(sh)
         return _distinct(g, (dy, args))  # apart from what the call left in them
     if asked is not None:
         return y, lambda dy: tuple([g if i in asked else None for i, g in enumerate(reverse(dy))])
@@ -328,6 +326,7 @@ def _hold(x, keys, depth, met=None):
 
 
 _LEAVES = frozenset({float, int, bool, complex, type(None), np.float64, str})
+_NUMERIC = frozenset({np.ndarray, float, int, bool, complex, np.float64})  # (`Variant.numeric`)
 _FLAT = _LEAVES | {np.ndarray, _Absent}
 
 
@@ -480,12 +479,17 @@ def _with_aux(f, args, wrt, kw):
     return y, g
 
 
-def stages(f: Callable[..., Any]):
+def stages(f: Callable[..., Any], arrays: bool = False):
     """The IR stages of ``f``: ``lifted``, ``primal``, ``forward`` and ``adjoint`` (of a
-    ``@differentiable`` function, of the function it wraps)."""
+    ``@differentiable`` function, of the function it wraps); with ``arrays``, of the
+    transform a call whose positional arguments are arrays or numbers gets
+    (`transforms.kept` may then take more values for only read)."""
     if isinstance(f, differentiable):
         f = f.f
-    return compiled(getattr(f, "__func__", f)).stages
+    f = getattr(f, "__func__", f)
+    if not arrays:
+        return compiled(f).stages
+    return compiled(f, Variant(None, tuple(range(1, f.__code__.co_argcount + 1)))).stages
 
 
 _NO_FUNCTION = object()

@@ -12,6 +12,7 @@ import inspect
 import operator
 import types
 import weakref
+from typing import NamedTuple
 
 from ..ir import lift
 from ..ir.emit import emit
@@ -20,7 +21,7 @@ from . import algebra, generators, mutation
 from .binding import call_with_keywords
 from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
-from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, is_view, calls_methods, nograd, nondifferentiable, reads_of, rule_for, scalar_kind, taped_for
+from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, is_view, calls_methods, makes_arrays, nograd, nondifferentiable, reads_of, rule_for, scalar_kind, taped_for
 from .shadow import current
 from .watch import KEPT, WATCH
 
@@ -47,6 +48,7 @@ class _Hooks:
     reads = staticmethod(reads_of)
     view = staticmethod(is_view)
     methods = staticmethod(calls_methods)
+    arrays = staticmethod(makes_arrays)
 
 
 class Pullback(functools.partial, mutation.Always):
@@ -80,11 +82,20 @@ class Unbinding(Pullback):
         return unbind(self.func(tape, dy))
 
 
+class Variant(NamedTuple):
+    """A transform for a call: the entry arguments that are active (``wrt``; None: all) and
+    those that are arrays or numbers at this call (``numeric``: `transforms.kept` takes
+    them for what they are, not for objects of yours)."""
+    wrt: tuple | None
+    numeric: tuple
+
+
 class Compiled:
     """The transformed code of one code object, for the globals it was decided in."""
 
-    def __init__(self, code, reading, wrt=None):
-        self.stages = transform(lift(code), _Hooks, reading, wrt)
+    def __init__(self, code, reading, variant=None):
+        wrt, numeric = variant if type(variant) is Variant else (variant, ())
+        self.stages = transform(lift(code), _Hooks, reading, wrt, numeric)
         self.still_decided = still_decided(reading.decided())
         self.forward_code = emit(self.stages.forward)
         self.adjoint = types.FunctionType(emit(self.stages.adjoint), {})

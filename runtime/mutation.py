@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from .algebra import accum, unwrap
-from .shadow import current, fields, root
+from .shadow import current, fields
 from .watch import KEPT, WATCH
 
 
@@ -264,17 +264,6 @@ def _restore(o, s):
             object.__delattr__(o, name)
         for name, v in s.items():
             object.__setattr__(o, name, v)
-
-
-def refuse_lost(sh, args):
-    """Raise for an array a user's operator method changed in place (``sh.unowned``,
-    `operators._user_method`) whose gradient nothing took from the shadow: a kept value
-    (`transforms.kept`) has no `Owned` to take it."""
-    held = {id(root(a)) for a in args if isinstance(a, np.ndarray)}
-    for a, why in sh.unowned or ():
-        g = sh.grads.get(id(root(a)))
-        if id(root(a)) not in held and g is not None and np.any(unwrap(g)):
-            raise NotImplementedError(why)
 
 
 def collect(sh, x, g, seen=None):

@@ -43,13 +43,12 @@ def region(buf, r, a):
 
 class Shadow:
     __slots__ = ("grads", "keep", "mutated", "final", "scanned", "owners", "passed", "inside",
-                 "writes", "lost", "unowned")
+                 "writes", "lost")
 
     def __init__(self, inside=False):
         self.inside = inside  # belongs to a gradient computation (`fresh`)
         self.writes = 0  # changes in place so far (`forward_in_try` compares them)
         self.lost = None  # why this computation's gradient cannot be had (`forward_in_try`)
-        self.unowned = None  # [(array, why)] whose gradient the end must find taken (`mutation.refuse_lost`)
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
         self.passed = {}  # id → (object, name): passed through stop_gradient or hook

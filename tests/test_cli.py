@@ -30,6 +30,20 @@ def test_dump_all_stages(tmp_path, capsys):
     assert "@g" in out                       # the adjoint's gradient slots
 
 
+def test_dump_of_the_transform_a_call_with_arrays_gets(tmp_path, capsys):
+    f = tmp_path / "soft.py"
+    f.write_text(textwrap.dedent("""
+        import numpy as np
+        def soft(x):
+            z = x - np.max(x)
+            return np.log(np.sum(np.exp(z))) - z[0]
+    """))
+    main(["ir", "dump", f"{f}:soft", "--stage", "forward"])
+    assert "ops.watch(KEPT" not in capsys.readouterr().out  # (x may be an object of yours)
+    main(["ir", "dump", f"{f}:soft", "--stage", "forward", "--arrays"])
+    assert capsys.readouterr().out.count("ops.watch(KEPT") == 4  # (max, exp, sum, log)
+
+
 def test_dump_of_a_generator(tmp_path, capsys):
     f = tmp_path / "gen.py"
     f.write_text("def pairs(xs):\n    for a, b in zip(xs, xs[1:]):\n        yield a * b\n")

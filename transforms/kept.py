@@ -10,9 +10,12 @@ kept in turn (``x[1:]``, ``x.T``: `rules.views`), and it is neither returned (a 
 such as ``functools.reduce`` may give it to code that changes it), nor passed to another
 block, nor called, nor given as ``out=``.  What a call may hand back is handed on where
 its result is: an override (``__array_ufunc__``) or a user's operator method may return
-an operand, and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``; a view given to an
-operator along with what may be an object of yours (an argument, what your code returned)
-is handed on: the object's method may keep it.  The register pass watches a kept value
+an operand, and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``.  What code of yours
+may be given is handed on too: an operand of an operator beside a value that may be an
+object of yours (whose ``__radd__`` may keep it), a key of such a container.  Values are
+known to be arrays or numbers where a ufunc made them, or a call on such values, or the
+call's types said so of the arguments (`forward.Variant`: the API's transform for a call
+with arrays, which ``ir dump --arrays`` shows).  The register pass watches a kept value
 through `KEPT`, whose test lets an ndarray by unless something has been mutated:
 
     >>> import bytegrad, numpy as np
@@ -43,8 +46,7 @@ through `KEPT`, whose test lets an ndarray by unless something has been mutated:
       %22 = ops.build_tuple(%18, %3)                 # line 3
       return %22
 
-(``np.sum``'s result is returned: it is watched for its caller.)  A user's operator method
-given a kept array is watched at run time (`operators._user_method`).
+(``np.sum``'s result is returned: it stays watched.)
 """
 from __future__ import annotations
 
@@ -53,30 +55,31 @@ from ..ir import Var
 _OUT = "out"  # the keyword through which a NumPy function writes into an array
 
 
-def kept(ir, reads, view, methods) -> set:
+def kept(ir, reads, view, methods, arrays, numeric_args=()) -> set:
     """The values of ``ir``'s statements that it only reads (see the module docstring).
     ``reads(f)`` is how many positional operands a call of ``f`` only reads; ``view(f)``,
     whether ``f(…)`` may share an operand's memory (``x[i]``; ``np.s_[x]`` and
     ``getattr(o, "a", x)`` hand back ``x``); ``methods(f)``, whether it may call a Python
     method of an operand's class with the others (``a + b``: ``type(b).__radd__(b, a)``,
-    whose code may keep them, or return one)."""
+    whose code may keep them); ``arrays(f)``, whether it makes arrays and numbers of any
+    operands (a ufunc).  ``numeric_args``: the entry arguments that are arrays or numbers."""
     if ir.meta.generator:  # (a yield hands values on)
         return set()
-    fresh, handed, returned, numeric, to_methods = set(), set(), set(), set(), []
-    views, reading = {}, {}  # a view's or a read's value → the values it may share
+    fresh, handed, returned = set(), set(), set()
+    numeric = {ir.blocks[0].args[i] for i in numeric_args}
+    views, reading, given = {}, {}, []  # given: (values, what must be numeric for them)
     for blk in ir.blocks:
         for v, st in blk.stmts:
-            if _uses(v, st, reads, view, methods, handed, views, reading, numeric, to_methods):
+            if _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, given):
                 fresh.add(v)
         for br in blk.branches:
             (returned if br.kind == "return" else handed).update(
                 x for x in br.operands() if isinstance(x, Var))
-    # a view given to an operator with another operand that may be an object of yours: its
-    # method may keep the view, and takes only the view's part of what a later change leaves
-    # (`operators._user_method`)
-    for xs in to_methods:
-        for x in xs.intersection(views):
-            if not numeric.issuperset(xs - {x}):
+    # what code of yours may be given (an operator's other operand, a container's key) is
+    # handed on unless the values beside it are arrays and numbers NumPy made
+    for xs, beside in given:
+        for x in xs:
+            if not numeric.issuperset(beside(x)):
                 handed.add(x)
     changed = True
     while changed:  # what a value handed on (or a view returned) shares is handed on
@@ -89,11 +92,12 @@ def kept(ir, reads, view, methods) -> set:
     return fresh - handed - returned
 
 
-def _uses(v, st, reads, view, methods, handed, views, reading, numeric, to_methods) -> bool:
+def _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, given) -> bool:
     """Record what statement ``%v = st`` does with each value it uses (``numeric``: the
-    values that are arrays and numbers, unless an override made them); whether ``%v`` is
-    new (a call that only reads its operands made it: one that shares an operand's memory
-    only where a user's method, or a NumPy override, hands that operand back)."""
+    values that are arrays and numbers, unless an override made them an object of yours;
+    ``given``: see `kept`); whether ``%v`` is new (a call that only reads its operands
+    made it: one that shares an operand's memory only where an override or a method of
+    yours hands that operand back)."""
     f = st.fn
     if isinstance(f, Var):
         handed.add(f)
@@ -103,16 +107,15 @@ def _uses(v, st, reads, view, methods, handed, views, reading, numeric, to_metho
     xs = {x for x in (*st.args, *(st.kw or {}).values()) if isinstance(x, Var)}
     if shares:
         views[v] = xs
+        if st.args and isinstance(st.args[0], Var):  # (a key given to a container of yours)
+            given.append((xs - {st.args[0]}, lambda x, c=st.args[0]: (c,)))
+        if numeric.issuperset(xs) or len(st.args) == 2 and st.args[0] in numeric:
+            numeric.add(v)  # (x[i], x.T of an array; getattr's default may be an object)
     elif n:
         reading[v] = xs
-    if n or shares:
-        calls = not shares and methods(f)
-        if calls:
-            to_methods.append(xs)
-        # (np.tanh(x) is; x[i] and x.T are where x is: an index or a name makes no object,
-        # getattr's default may be one)
-        if not (shares or calls) or numeric.issuperset(xs) or shares and len(st.args) == 2 \
-                and st.args[0] in numeric:
+        if methods(f):  # (a + b: b's method is given a)
+            given.append((xs, lambda x, xs=xs: xs - {x}))
+        if arrays(f) or numeric.issuperset(xs):
             numeric.add(v)
     for k, x in enumerate(st.args):
         if isinstance(x, Var) and not (k < n or shares):

@@ -29,7 +29,7 @@ class Stages:
     adjoint: IR
 
 
-def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
+def transform(lifted, hooks, globals_=None, wrt=None, numeric=()) -> Stages:
     """Forward and adjoint IR of ``lifted``.
 
     ``hooks`` supplies what the passes insert but do not define (they know no
@@ -38,16 +38,18 @@ def transform(lifted, hooks, globals_=None, wrt=None) -> Stages:
     ``changeable`` (whether a global's value may be changed in place), ``changing`` (the
     callee may change its arguments in place), ``scalar_kind`` (whether the callee
     returns immutable numbers), ``taped`` (the callee's rules that put values on the tape),
-    ``reads``, ``view`` and ``methods`` (what the callee does with its operands: `kept`), and the predicates
+    ``reads``, ``view``, ``methods`` and ``arrays`` (what the callee does with its operands:
+    `kept`), and the predicates
     ``nondiff`` (the callee's result carries no gradient), ``effectful`` (its
     pullback must always run) and ``sparse`` (its pullback may return a one-hot
     gradient for its first argument).  Globals are resolved in ``globals_`` to decide
     activity, so a call of a global ``len`` or ``range`` stays a plain call.
     ``wrt`` lists the entry arguments (0 is the function itself) whose gradients
-    are wanted; by default all.
+    are wanted; by default all.  ``numeric`` lists the entry arguments that are arrays or
+    numbers (the call's types: the cache keeps a transform per list), for `kept`.
     """
     primal, active, h = prepare(lifted, hooks, globals_, wrt)
-    fwd = simplify(register(primal, active, h, kept(primal, h.reads, h.view, h.methods)))
+    fwd = simplify(register(primal, active, h, kept(primal, h.reads, h.view, h.methods, h.arrays, numeric)))
     adj = adjoint(primal, active, h)
     return Stages(lifted, primal, fwd, adj)
 
@@ -67,7 +69,8 @@ class _Resolving:
     """``hooks`` whose predicates about a callee (or a global's value) ask about what a
     `Global` names (the cache makes a new transform if the global is rebound)."""
 
-    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse", "reads", "view", "methods")
+    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse", "reads", "view", "methods",
+              "arrays")
 
     def __init__(self, hooks, globals_):
         self.hooks, self.globals = hooks, globals_
