@@ -107,8 +107,7 @@ def _pullback(f, args, wrt, kw):
         asked, wrt, like, rest = wrt, None, args, ()
     with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
-            y, pb = call_function(f, args, kw, wrt=Variant(entry, tuple(
-                [i for i, a in enumerate(args, 1) if type(a) in _NUMERIC])))
+            y, pb = call_function(f, args, kw, wrt=_variant(entry, args))
         else:
             y, pb = forward(f, *args, **kw)
     if sh.lost is not None:
@@ -154,6 +153,20 @@ def _entry(wrt, n):
         w = tuple(sorted({operator.index(i) % n for i in key[0]}))
         e = _ENTRIES[key] = (w, (0,) + tuple(i + 1 for i in w))
     return e
+
+
+_VARIANTS: dict = {}
+
+
+def _variant(entry, args) -> Variant:
+    """The `Variant` for a call with ``args`` whose active entry arguments are ``entry``."""
+    key = (entry, tuple(map(type, args)))
+    v = _VARIANTS.get(key)
+    if v is None:
+        if len(_VARIANTS) > 4096:  # (classes made at run time: no end to their tuples)
+            _VARIANTS.clear()
+        v = _VARIANTS[key] = Variant(entry, tuple([i for i, t in enumerate(key[1], 1) if t in _NUMERIC]))
+    return v
 
 
 def _aliased(args, wrt, rest) -> bool:
