@@ -50,7 +50,7 @@ through `KEPT`, whose test lets an ndarray by unless something has been mutated:
 """
 from __future__ import annotations
 
-from ..ir import Var
+from ..ir import Global, Var
 
 _OUT = "out"  # the keyword through which a NumPy function writes into an array
 
@@ -79,7 +79,7 @@ def kept(ir, reads, view, methods, arrays, numeric_args=()) -> set:
     # handed on unless the values beside it are arrays and numbers NumPy made
     for xs, beside in given:
         for x in xs:
-            if not numeric.issuperset(beside(x)):
+            if not all(o in numeric if isinstance(o, Var) else _plain(o) for o in beside(x)):
                 handed.add(x)
     changed = True
     while changed:  # what a value handed on (or a view returned) shares is handed on
@@ -90,6 +90,11 @@ def kept(ir, reads, view, methods, arrays, numeric_args=()) -> set:
                     handed.update(shared)
                     changed = True
     return fresh - handed - returned
+
+
+def _plain(c) -> bool:
+    """Whether constant operand ``c`` is a number or a string (a `Global` may be anything)."""
+    return not isinstance(c, Global) and isinstance(c, (int, float, complex, str, bytes, type(None)))
 
 
 def _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, given) -> bool:
@@ -107,14 +112,14 @@ def _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, 
     xs = {x for x in (*st.args, *(st.kw or {}).values()) if isinstance(x, Var)}
     if shares:
         views[v] = xs
-        if st.args and isinstance(st.args[0], Var):  # (a key given to a container of yours)
+        if st.args:  # (a key given to a container that may be yours, a global one too)
             given.append((xs - {st.args[0]}, lambda x, c=st.args[0]: (c,)))
         if numeric.issuperset(xs) or len(st.args) == 2 and st.args[0] in numeric:
             numeric.add(v)  # (x[i], x.T of an array; getattr's default may be an object)
     elif n:
         reading[v] = xs
-        if methods(f):  # (a + b: b's method is given a)
-            given.append((xs, lambda x, xs=xs: xs - {x}))
+        if methods(f):  # (a + b: b's method is given a; a global b, or a constant, too)
+            given.append((xs, lambda x, ops=st.args: [o for o in ops if o is not x]))
         if arrays(f) or numeric.issuperset(xs):
             numeric.add(v)
     for k, x in enumerate(st.args):

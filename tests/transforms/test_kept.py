@@ -356,6 +356,26 @@ class _Acc:
         return other
 
 
+RECORDER = _Recorder()
+
+
+def _key_kept_by_a_global_container(x):
+    h = np.tanh(x)
+    RECORDER[h]
+    RECORDER.last *= 3.0  # (changes h)
+    return np.sum(h * np.cos(x))
+
+
+KEEPER = Keeper()
+
+
+def _kept_by_a_global_operand(x):
+    h = np.tanh(x)
+    y = h + KEEPER
+    KEEPER.bump()  # (changes h)
+    return np.sum(y * np.cos(x)) + np.sum(h * h)
+
+
 def _constant_changed_by_a_method(x):
     buf = np.zeros(3)
     y = buf + _Acc(np.tanh(x))
@@ -367,7 +387,8 @@ def _changed_by_a_method_in_a_checkpoint(x):
 
 
 @pytest.mark.regression
-@pytest.mark.parametrize("f", [_key_kept_by_a_container, _constant_changed_by_a_method,
+@pytest.mark.parametrize("f", [_key_kept_by_a_container, _key_kept_by_a_global_container,
+                               _kept_by_a_global_operand, _constant_changed_by_a_method,
                                _changed_by_a_method_in_a_checkpoint])
 def test_what_code_of_yours_is_given_and_changes_later(f):
     # (a container's key kept and changed: the gradient lost; a constant and a checkpoint:
