@@ -206,4 +206,4 @@ def ufuncs_read():
     """Declare every ufunc with a rule `only_reads` its inputs: called without ``out``
     it makes a new array.  Run once every rule is registered."""
     for f in [f for f in RULES if type(f) is np.ufunc and RULES[f].fn is not None]:
-        only_reads(f.nin, f, arrays=True)
+        only_reads(f.nin, f)

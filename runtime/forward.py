@@ -21,7 +21,7 @@ from . import algebra, generators, mutation
 from .binding import call_with_keywords
 from .cache import Cache, still_decided
 from .errors import NoRuleError, full_name, library_entry, user_location
-from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, is_view, calls_methods, makes_arrays, nograd, nondifferentiable, reads_of, rule_for, scalar_kind, taped_for
+from .rules import CALLS, PLAIN_CODES, RULES, is_changing, is_effectful, is_nondiff, is_sparse, is_structured, is_view, calls_methods, nograd, nondifferentiable, reads_of, rule_for, scalar_kind, taped_for
 from .shadow import current
 from .watch import KEPT, WATCH
 
@@ -48,7 +48,6 @@ class _Hooks:
     reads = staticmethod(reads_of)
     view = staticmethod(is_view)
     methods = staticmethod(calls_methods)
-    arrays = staticmethod(makes_arrays)
 
 
 class Pullback(functools.partial, mutation.Always):

@@ -27,14 +27,14 @@ class Rule:
     Records are replaced, never changed, so a copy of `RULES` restores the registry."""
 
     __slots__ = ("fn", "nondiff", "effectful", "changes_args", "sparse", "structured", "note",
-                 "like", "aliases", "keywords", "returns", "taped", "reads", "view", "methods", "arrays",
-                 "passes", "plan")
+                 "like", "aliases", "keywords", "returns", "taped", "reads", "view", "methods", "passes",
+                 "plan")
 
     def __init__(self, fn=None, nondiff=False, effectful=False, changes_args=False, sparse=False,
                  structured=False, note=None, like=None, aliases=None, keywords=(), returns=None,
-                 taped=None, reads=0, view=False, methods=False, arrays=False, passes=False):
+                 taped=None, reads=0, view=False, methods=False, passes=False):
         self.fn, self.nondiff, self.effectful, self.changes_args = fn, nondiff, effectful, changes_args
-        self.reads, self.view, self.methods, self.arrays = reads, view, methods, arrays  # (`only_reads`, `views`)
+        self.reads, self.view, self.methods = reads, view, methods  # (`only_reads`, `views`)
         self.passes = passes  # (`passes_keywords`)
         self.returns = returns  # what it returns, for the analysis of numbers: `returns_scalars`
         self.taped = taped  # (record, back, into, kept) putting values on the tape: `taped`
@@ -194,17 +194,15 @@ def returns_scalars(kind, *fs):
         _record(f, returns=kind)
 
 
-def only_reads(n, *fs, methods=False, arrays=False):
+def only_reads(n, *fs, methods=False):
     """Declare that a call of each of ``fs`` with at most ``n`` positional arguments, and
     keywords other than ``out``, only reads its operands when they are ndarrays: it changes
     none in place, and returns nothing that shares memory with one (a new array, a number),
     so no later change in place reaches an operand through the result; unless the call is
     an operand's override's, or, with ``methods``, an operand's Python method's (``a + b``
-    calls ``type(b).__radd__(b, a)`` for a ``b`` of a class of yours).  With ``arrays`` it
-    returns an array or a number whatever its operands, unless an override answers (a
-    ufunc; ``np.sum(obj)`` calls ``obj.sum()``)."""
+    calls ``type(b).__radd__(b, a)`` for a ``b`` of a class of yours)."""
     for f in fs:
-        _record(f, reads=n, methods=methods, arrays=arrays)
+        _record(f, reads=n, methods=methods)
 
 
 def passes_keywords(*fs):
@@ -250,7 +248,6 @@ def _reading(field, absent):
 is_nondiff = _reading("nondiff", False)
 is_view = _reading("view", False)
 calls_methods = _reading("methods", False)
-makes_arrays = _reading("arrays", False)
 
 
 def reads_of(f) -> int:

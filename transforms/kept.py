@@ -13,9 +13,10 @@ its result is: an override (``__array_ufunc__``) or a user's operator method may
 an operand, and ``np.s_[x]`` and ``getattr(o, "a", x)`` return ``x``.  What code of yours
 may be given is handed on too: an operand of an operator beside a value that may be an
 object of yours (whose ``__radd__`` may keep it), a key of such a container.  Values are
-known to be arrays or numbers where a ufunc made them, or a call on such values, or the
-call's types said so of the arguments (`forward.Variant`: the API's transform for a call
-with arrays, which ``ir dump --arrays`` shows).  The register pass watches a kept value
+known to be arrays or numbers where the call's types say so of the arguments
+(`forward.Variant`: the API's transform for a call with arrays, which ``ir dump --arrays``
+shows), and where a call that only reads such values made them (not of others: an
+override may make an object of yours).  The register pass watches a kept value
 through `KEPT`, whose test lets an ndarray by unless something has been mutated:
 
     >>> import bytegrad, numpy as np
@@ -55,14 +56,14 @@ from ..ir import Global, Var
 _OUT = "out"  # the keyword through which a NumPy function writes into an array
 
 
-def kept(ir, reads, view, methods, arrays, numeric_args=()) -> set:
+def kept(ir, reads, view, methods, numeric_args=()) -> set:
     """The values of ``ir``'s statements that it only reads (see the module docstring).
     ``reads(f)`` is how many positional operands a call of ``f`` only reads; ``view(f)``,
     whether ``f(…)`` may share an operand's memory (``x[i]``; ``np.s_[x]`` and
     ``getattr(o, "a", x)`` hand back ``x``); ``methods(f)``, whether it may call a Python
     method of an operand's class with the others (``a + b``: ``type(b).__radd__(b, a)``,
-    whose code may keep them); ``arrays(f)``, whether it makes arrays and numbers of any
-    operands (a ufunc).  ``numeric_args``: the entry arguments that are arrays or numbers."""
+    whose code may keep them).  ``numeric_args``: the entry arguments that are arrays or
+    numbers (not of dtype object)."""
     if ir.meta.generator:  # (a yield hands values on)
         return set()
     fresh, handed, returned = set(), set(), set()
@@ -70,7 +71,7 @@ def kept(ir, reads, view, methods, arrays, numeric_args=()) -> set:
     views, reading, given = {}, {}, []  # given: (values, what must be numeric for them)
     for blk in ir.blocks:
         for v, st in blk.stmts:
-            if _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, given):
+            if _uses(v, st, reads, view, methods, handed, views, reading, numeric, given):
                 fresh.add(v)
         for br in blk.branches:
             (returned if br.kind == "return" else handed).update(
@@ -97,9 +98,9 @@ def _plain(c) -> bool:
     return not isinstance(c, Global) and isinstance(c, (int, float, complex, str, bytes, type(None)))
 
 
-def _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, given) -> bool:
+def _uses(v, st, reads, view, methods, handed, views, reading, numeric, given) -> bool:
     """Record what statement ``%v = st`` does with each value it uses (``numeric``: the
-    values that are arrays and numbers, unless an override made them an object of yours;
+    values that are arrays and numbers: a call that only reads such values made them;
     ``given``: see `kept`); whether ``%v`` is new (a call that only reads its operands
     made it: one that shares an operand's memory only where an override or a method of
     yours hands that operand back)."""
@@ -120,7 +121,7 @@ def _uses(v, st, reads, view, methods, arrays, handed, views, reading, numeric, 
         reading[v] = xs
         if methods(f):  # (a + b: b's method is given a; a global b, or a constant, too)
             given.append((xs, lambda x, ops=st.args: [o for o in ops if o is not x]))
-        if arrays(f) or numeric.issuperset(xs):
+        if numeric.issuperset(xs):  # (an override may make an object of yours of others)
             numeric.add(v)
     for k, x in enumerate(st.args):
         if isinstance(x, Var) and not (k < n or shares):

@@ -38,8 +38,8 @@ def transform(lifted, hooks, globals_=None, wrt=None, numeric=()) -> Stages:
     ``changeable`` (whether a global's value may be changed in place), ``changing`` (the
     callee may change its arguments in place), ``scalar_kind`` (whether the callee
     returns immutable numbers), ``taped`` (the callee's rules that put values on the tape),
-    ``reads``, ``view``, ``methods`` and ``arrays`` (what the callee does with its operands:
-    `kept`), and the predicates
+    ``reads``, ``view`` and ``methods`` (what the callee does with its operands: `kept`), and
+    the predicates
     ``nondiff`` (the callee's result carries no gradient), ``effectful`` (its
     pullback must always run) and ``sparse`` (its pullback may return a one-hot
     gradient for its first argument).  Globals are resolved in ``globals_`` to decide
@@ -49,7 +49,7 @@ def transform(lifted, hooks, globals_=None, wrt=None, numeric=()) -> Stages:
     numbers (the call's types: the cache keeps a transform per list), for `kept`.
     """
     primal, active, h = prepare(lifted, hooks, globals_, wrt)
-    fwd = simplify(register(primal, active, h, kept(primal, h.reads, h.view, h.methods, h.arrays, numeric)))
+    fwd = simplify(register(primal, active, h, kept(primal, h.reads, h.view, h.methods, numeric)))
     adj = adjoint(primal, active, h)
     return Stages(lifted, primal, fwd, adj)
 
@@ -69,8 +69,7 @@ class _Resolving:
     """``hooks`` whose predicates about a callee (or a global's value) ask about what a
     `Global` names (the cache makes a new transform if the global is rebound)."""
 
-    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse", "reads", "view", "methods",
-              "arrays")
+    _ABOUT = ("nondiff", "changeable", "changing", "scalar_kind", "sparse", "reads", "view", "methods")
 
     def __init__(self, hooks, globals_):
         self.hooks, self.globals = hooks, globals_

@@ -11,12 +11,15 @@ from bytegrad.transforms.reverse import _Resolving
 from checks import check_grad, check_stateful
 
 
-def kept_calls(f, numeric=()):
+def kept_calls(f, numeric=None):
     """The names of the callees whose results ``f`` only reads, in order, when its entry
-    arguments ``numeric`` are arrays or numbers."""
+    arguments ``numeric`` are arrays or numbers (by default all its parameters, as for a
+    call with arrays)."""
+    if numeric is None:
+        numeric = tuple(range(1, f.__code__.co_argcount + 1))
     primal = bytegrad.stages(f).primal
     hooks = _Resolving(_Hooks, f.__globals__)  # (``len`` is a global)
-    ks = kept(primal, hooks.reads, hooks.view, hooks.methods, hooks.arrays, numeric)
+    ks = kept(primal, hooks.reads, hooks.view, hooks.methods, numeric)
     return [getattr(st.fn, "__name__", repr(st.fn)) for _, v, st in primal.statements() if v in ks]
 
 
@@ -98,7 +101,8 @@ def test_a_value_read_through_views_is_kept():
 
 def test_a_value_whose_view_an_operator_is_given_with_what_may_be_an_object_is_not_kept():
     # (a user's operator method given the view would take only the view's part of a change)
-    assert kept_calls(a_view_given_to_an_operator) == ["mul"]
+    assert kept_calls(a_view_given_to_an_operator, numeric=(1,)) == ["mul"]  # (w may be yours)
+    assert kept_calls(a_view_given_to_an_operator) == ["exp", "mul"]
     assert kept_calls(a_view_given_to_an_operator_with_arrays) == ["exp", "mul", "sin", "mul", "sub"]
 
 
@@ -118,8 +122,8 @@ def softmax_like(x):
 
 def test_values_made_from_arguments_that_are_arrays_are_kept():
     # (an x of yours would make z one, whose method ``__rsub__`` would be given the log)
-    assert kept_calls(softmax_like) == []
-    assert kept_calls(softmax_like, numeric=(1,)) == ["max", "sub", "exp", "sum", "log"]
+    assert kept_calls(softmax_like, numeric=()) == []
+    assert kept_calls(softmax_like) == ["max", "sub", "exp", "sum", "log"]
 
 
 def test_the_transform_a_call_with_arrays_gets_keeps_them():
@@ -404,3 +408,62 @@ def test_what_code_of_yours_is_given_and_changes_later(f):
 def test_a_value_a_call_hands_back_and_that_is_changed_later(f):
     # (each gave h's gradient without the part the change left in the shadow: h was kept)
     check_grad(f, np.array([0.3, -0.5, 0.7]))
+
+
+# -- what the call's types say of the arguments ------------------------------------------
+
+def _beside_an_item_of_an_argument(x, objs):
+    h = np.tanh(x)
+    h + objs[0]  # (a Keeper: it keeps h)
+    objs[0].bump()  # (changes h)
+    return np.sum(h * x)
+
+
+class _Makes:
+    """An override that answers a ufunc with an object of yours."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        return self.k
+
+
+def _beside_what_an_override_made(x, m):
+    y = np.negative(m)  # (a Keeper)
+    h = np.tanh(x)
+    h + y
+    y.bump()  # (changes h)
+    return np.sum(h * x)
+
+
+def _objects():
+    a = np.empty(1, dtype=object)
+    a[0] = Keeper()
+    return a
+
+
+def _fd(f, other):
+    x, e = np.array([0.3, -0.7, 1.1]), 1e-6
+    return x, np.array([(f(x + e * u, other()) - f(x - e * u, other())) / (2 * e) for u in np.eye(3)])
+
+
+@pytest.mark.regression
+def test_a_value_given_to_an_item_of_an_array_of_objects():
+    # (an array of objects was taken for numbers: h kept, its gradient lost)
+    x, fd = _fd(_beside_an_item_of_an_argument, _objects)
+    assert np.allclose(bytegrad.grad(_beside_an_item_of_an_argument)(x.copy(), _objects()), fd,
+                       atol=1e-6)
+
+
+@pytest.mark.regression
+def test_a_value_given_to_an_object_an_override_made_never_gets_a_wrong_gradient():
+    # (a ufunc's result was taken for an array whatever its operands: h kept, its gradient
+    # lost; the override's object itself has no gradient to give back, an error as without
+    # the analysis)
+    x, fd = _fd(_beside_what_an_override_made, lambda: _Makes(Keeper()))
+    try:
+        g = bytegrad.grad(_beside_what_an_override_made)(x.copy(), _Makes(Keeper()))
+    except TypeError:
+        return
+    assert np.allclose(g, fd, atol=1e-6)
