@@ -161,9 +161,11 @@ _VARIANTS: dict = {}
 def _variant(entry, args) -> Variant:
     """The `Variant` for a call with ``args`` whose active entry arguments are ``entry``."""
     key = (entry, tuple(map(type, args)))
-    if np.ndarray in key[1]:  # (an array of objects holds objects of yours)
-        key = (entry, tuple([object if type(a) is np.ndarray and a.dtype.hasobject else t
-                             for a, t in zip(args, key[1])]))
+    for a in args:
+        if type(a) is np.ndarray and a.dtype.hasobject:  # (its items may be objects of yours)
+            key = (entry, tuple([object if type(b) is np.ndarray and b.dtype.hasobject else type(b)
+                                 for b in args]))
+            break
     v = _VARIANTS.get(key)
     if v is None:
         if len(_VARIANTS) > 4096:  # (classes made at run time: no end to their tuples)
