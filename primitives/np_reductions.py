@@ -101,8 +101,10 @@ def _axes(axis, ndim):
     return (operator.index(axis) % ndim,)
 
 
-def _kshape(shape, axes):
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+def kshape(shape, axes):
+    """``shape`` with the reduced ``axes`` kept as 1s.  (A list, not a generator: forward
+    over forward lifts the forward rule of the norm, which calls this.)"""
+    return tuple([1 if i in axes else n for i, n in enumerate(shape)])
 
 
 def _mask(where, x):
@@ -215,7 +217,7 @@ def _sum(a, *args, **kw):
         ga = None
         if x is not None:
             axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
-            g = _spread(_dy(dy, x, _kshape(x.shape, axes)), x)
+            g = _spread(_dy(dy, x, kshape(x.shape, axes)), x)
             w = _mask(_arg(args, kw, 5, "where", True), x)
             if w is not None:
                 g *= w
@@ -239,7 +241,7 @@ def _mean(a, *args, **kw):
 
     def back(dy):
         axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
-        d = _dy(dy, x, _kshape(x.shape, axes))
+        d = _dy(dy, x, kshape(x.shape, axes))
         w = _mask(kw.get("where", True), x)
         if w is None:
             cnt = 1
@@ -273,7 +275,7 @@ def _moment(f, root):
         _no_out(_arg(args, kw, 2, "out"), name)
         xa = np.asarray(a)
         axes = _axes(_arg(args, kw, 0, "axis"), xa.ndim)
-        ks = _kshape(xa.shape, axes)
+        ks = kshape(xa.shape, axes)
         dtype = _arg(args, kw, 1, "dtype")
         correction = kw.get("correction", _NV)
         ddof = correction if correction is not _NV else _arg(args, kw, 3, "ddof", 0)
@@ -369,7 +371,7 @@ def _extremum(f, reduce):
                     return None, np.multiply(mask, dy, dtype=a.dtype)
             xa = np.asarray(a)
             axes = _axes(_arg(args, kw, 0, "axis"), xa.ndim)
-            ks = _kshape(xa.shape, axes)
+            ks = kshape(xa.shape, axes)
             yk = np.reshape(y, ks)
             w = _mask(_arg(args, kw, 4, "where", True), xa)
             g, gi = _share(xa, yk, axes, _dy(dy, yk, ks), w, initial)
@@ -395,7 +397,7 @@ def _ptp(a, *args, **kw):
         return y, nograd(n + 1)
     _no_out(_arg(args, kw, 1, "out"), "ptp")
     axes = _axes(_arg(args, kw, 0, "axis"), x.ndim)
-    ks = _kshape(x.shape, axes)
+    ks = kshape(x.shape, axes)
 
     def back(dy):
         d = _dy(dy, x, ks)
@@ -605,7 +607,7 @@ def _norm(a, *args, **kw):
         return y, nograd(n + 1)
     order = _arg(args, kw, 0, "ord")
     axes, kind = norm_kind(order, _arg(args, kw, 1, "axis"), x.ndim)
-    ks = _kshape(x.shape, axes)
+    ks = kshape(x.shape, axes)
 
     def back(dy):
         yk = np.reshape(y, ks)

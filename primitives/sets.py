@@ -23,8 +23,6 @@ from __future__ import annotations
 import operator as op
 import types
 
-from ._frozen import np
-
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
 from ..runtime.errors import user_location
@@ -35,6 +33,7 @@ from ..runtime.shadow import current
 from .containers import SETS, merge_rule
 from .functional import take_generators_whole
 from .math import mirror
+from .operators import _BUILTIN
 
 
 def _held(y, sources):
@@ -124,9 +123,6 @@ def _set_update(s, ys):
 
 # -- operators: sets and dicts; anything else (ints, boolean arrays) carries no gradient
 
-_NUMERIC = frozenset({np.ndarray, np.float64, float, int})
-
-
 def _operator(f, dunder, base=None):
     """The rule of the binary operator ``f``: the set operation for two sets, a merge for
     ``|`` of dicts, a class's own Python ``dunder`` differentiated (``Counter.__or__``),
@@ -134,7 +130,7 @@ def _operator(f, dunder, base=None):
     sets = _set_op(f)
 
     def r(a, b):
-        if base is not None and type(a) in _NUMERIC:  # (x - m on arrays: no set in sight)
+        if base is not None and type(a) in _BUILTIN:  # (x - m on arrays: no set in sight)
             return base(a, b)
         own = getattr(type(a), dunder, None) if dunder else None
         if type(own) is types.FunctionType:

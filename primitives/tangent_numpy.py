@@ -26,7 +26,7 @@ from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
-from .np_reductions import norm_gradient, norm_kind
+from .np_reductions import kshape, norm_gradient, norm_kind
 from .operators import _log
 
 # -- elementwise ---------------------------------------------------------------------
@@ -325,14 +325,14 @@ def _multi_dot(ts, arrays, *rest, **kw):
 @frule(np.linalg.norm)
 def _norm(ts, x, ord=None, axis=None, keepdims=False):
     axes, kind = norm_kind(ord, axis, np.ndim(x))
-    if kind != "l2" and (ts[1] is not None or type(ord) is str and ord not in ("nuc", "fro", "f")):
+    if kind != "l2" and ts[1] is not None:  # (a float order's tangent: the reverse rule's)
         return derived(np.linalg.norm, record_of(np.linalg.norm))(ts, x, ord, axis, keepdims)
     y = np.linalg.norm(x, ord, axis, keepdims)
     if ts[0] is None:
         return y, None
     if kind != "l2":  # ⟨the reverse rule's gradient (at d = 1), the tangent⟩, as code nesting lifts
         xa = np.asarray(x)
-        ks = tuple([1 if i in axes else n for i, n in enumerate(xa.shape)])
+        ks = kshape(xa.shape, axes)
         g = norm_gradient(xa, ord, axes, kind, np.reshape(y, ks), np.ones(ks))
         if g is None:  # (the "0-norm" counts: piecewise constant)
             return y, 0.0 * y

@@ -248,15 +248,6 @@ def _reading(field, absent):
 is_nondiff = _reading("nondiff", False)
 is_view = _reading("view", False)
 calls_methods = _reading("methods", False)
-
-
-def reads_of(f) -> int:
-    """How many positional operands a call of ``f`` only reads (`only_reads`): every one
-    for a callable that returns only numbers and changes nothing (``len``, ``math.sin``)."""
-    r = record_of(f)
-    if r is None:
-        return 0
-    return 1 << 30 if r.returns == "scalar" and not r.changes_args else r.reads
 is_effectful = _reading("effectful", False)
 
 
@@ -283,6 +274,15 @@ is_structured = _reading("structured", False)
 scalar_kind = _reading("returns", None)  # "scalar", "arith", "range" (`returns_scalars`)
 taped_for = _reading("taped", None)  # (record, back, into, kept) (`taped`)
 rule_for = _reading("fn", None)  # the rule function
+
+
+def reads_of(f) -> int:
+    """How many positional operands a call of ``f`` only reads (`only_reads`): every one
+    for a callable that returns only numbers and changes nothing (``len``, ``math.sin``)."""
+    r = record_of(f)
+    if r is None:
+        return 0
+    return 1 << 30 if r.returns == "scalar" and not r.changes_args else r.reads
 
 
 _NOGRAD = {}

@@ -68,7 +68,7 @@ def kept(ir, reads, view, methods, numeric_args=()) -> set:
         return set()
     fresh, handed, returned = set(), set(), set()
     numeric = {ir.blocks[0].args[i] for i in numeric_args}
-    views, reading, given = {}, {}, []  # given: (values, what must be numeric for them)
+    views, reading, given = {}, {}, []  # given: (values, the operands beside them)
     for blk in ir.blocks:
         for v, st in blk.stmts:
             if _uses(v, st, reads, view, methods, handed, views, reading, numeric, given):
@@ -78,9 +78,9 @@ def kept(ir, reads, view, methods, numeric_args=()) -> set:
                 x for x in br.operands() if isinstance(x, Var))
     # what code of yours may be given (an operator's other operand, a container's key) is
     # handed on unless the values beside it are arrays and numbers NumPy made
-    for xs, beside in given:
+    for xs, operands in given:
         for x in xs:
-            if not all(o in numeric if isinstance(o, Var) else _plain(o) for o in beside(x)):
+            if not all(o in numeric if isinstance(o, Var) else _plain(o) for o in operands if o is not x):
                 handed.add(x)
     changed = True
     while changed:  # what a value handed on (or a view returned) shares is handed on
@@ -114,13 +114,14 @@ def _uses(v, st, reads, view, methods, handed, views, reading, numeric, given) -
     if shares:
         views[v] = xs
         if st.args:  # (a key given to a container that may be yours, a global one too)
-            given.append((xs - {st.args[0]}, lambda x, c=st.args[0]: (c,)))
-        if numeric.issuperset(xs) or len(st.args) == 2 and st.args[0] in numeric:
+            given.append((xs - {st.args[0]}, st.args[:1]))
+        if numeric.issuperset(xs) or len(st.args) == 2 and isinstance(st.args[0], Var) \
+                and st.args[0] in numeric:
             numeric.add(v)  # (x[i], x.T of an array; getattr's default may be an object)
     elif n:
         reading[v] = xs
         if methods(f):  # (a + b: b's method is given a; a global b, or a constant, too)
-            given.append((xs, lambda x, ops=st.args: [o for o in ops if o is not x]))
+            given.append((xs, st.args))
         if numeric.issuperset(xs):  # (an override may make an object of yours of others)
             numeric.add(v)
     for k, x in enumerate(st.args):
