@@ -83,6 +83,8 @@ class _Emitter:
         self.stubs = []    # (label, block) of each catching block's handler stub
         self.made = {}     # (name, arg, line) → its instruction (see `i`)
         self.find_unpacks()
+        self.dies = {}     # var → the values that die where it is computed (`find_deaths`)
+        self.stored = set()  # the block's values stored in locals so far
 
     def i(self, name, arg=_NOARG, line=None):
         # (an instruction once a function: the library checks each it makes, and a third
@@ -175,12 +177,6 @@ class _Emitter:
             self.call(fn, args, st.kw, line)
         return True
 
-    def stmt(self, v, st):
-        if self.code(v, st):
-            self.store(v, st.line)
-        else:
-            self.none(v, st.line)
-
     # -- expression trees: a value used once, later in its own block, is computed
     #    where it is used instead of going through a local (as CPython does) -----
     def load_order(self, v, st):
@@ -225,8 +221,47 @@ class _Emitter:
         saved, self.inline = self.inline, dict(children)
         value = self.code(v, st)
         self.inline = saved
+        self.clear(v, st, st.line)
         if store:
             self.store(v, st.line) if value else self.none(v, st.line)
+
+    # -- a local whose value is dead is cleared: the primal frees its temporaries as it
+    #    goes, and an array kept to the end of the function would take fresh, cold memory
+    #    for every one that follows it (it doubled the MLP's forward pass) -------------
+    def find_deaths(self):
+        """``{(var, id(statement)): [values last read there]}``: the values a block makes
+        and reads only in its own statements, each at the statement that reads it last.
+        (A slot is assigned by many statements, and one statement may stand twice: such
+        a place clears nothing.)"""
+        items = {w for reads in self.unpacks.values() for w in reads.values()}
+        blocks, places = {}, {}
+        kept = set(self.alias) | set(self.alias.values()) | (set(self.skip) - items)
+        for b, blk in enumerate(self.ir.blocks):
+            kept.update(x for br in blk.branches for x in br.operands())
+            for v, st in blk.stmts:
+                places[(v, id(st))] = places.get((v, id(st)), 0) + 1
+                for x in st.operands():
+                    if isinstance(x, Var):
+                        blocks.setdefault(x, set()).add(b)
+        dies = {}
+        for b, blk in enumerate(self.ir.blocks):
+            last = {}
+            for v, st in blk.stmts:
+                if v not in self.skip:
+                    last.update((x, (v, id(st))) for x in st.operands() if isinstance(x, Var))
+            for v, _ in blk.stmts:
+                if v in last and v not in kept and blocks[v] == {b} and places[last[v]] == 1:
+                    dies.setdefault(last[v], []).append(v)
+        return dies
+
+    def clear(self, v, st, line):
+        """Store None in each local whose value dies in statement ``v = st``, just
+        emitted (its value, if any, on the stack: an expression may go on around it)."""
+        for x in self.dies.get((v, id(st)), ()):
+            if x in self.stored:
+                self.stored.discard(x)
+                self.load(None, line)
+                self.i("STORE_FAST", repr(x), line)
 
     def flush(self, pending):
         for n in pending:
@@ -420,6 +455,7 @@ class _Emitter:
 
     def store(self, v, line):
         if v in self.used or isinstance(v, Slot):
+            self.stored.add(v)
             self.i("STORE_FAST", repr(v), line)
         else:
             self.i("POP_TOP", line=line)
@@ -494,9 +530,11 @@ class _Emitter:
         items = self.unpacks[v]
         for i in range(n):
             if i in items:
+                self.stored.add(items[i])
                 self.i("STORE_FAST", repr(items[i]), st.line)
             else:
                 self.i("POP_TOP", line=st.line)
+        self.clear(v, st, st.line)
 
     # -- catch edges: an exception-table entry around the block, to a stub that
     #    passes the exception on as the edge says -------------------------------
@@ -536,12 +574,14 @@ class _Emitter:
         prologue = len(self.out)
         self.i("RESUME", 0, ir.meta.firstlineno)
         order, loops = self.layout()
+        self.dies = self.find_deaths()
         for b in order:
             blk = ir.blocks[b]
             self.out.append(self.labels[b])
             loop = loops[b]
             stmts = blk.stmts[:-2] if loop else blk.stmts
             pending = []
+            self.stored = set()
             entry = self.try_begin(b)
             for v, st in stmts:
                 if v not in self.skip:
