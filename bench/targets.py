@@ -157,6 +157,26 @@ def tape_memory(rows, raw):
     raw["tape_memory"] = out
 
 
+def peak_memory(rows, raw):
+    """The tracemalloc peak of one MLP gradient against the primal's, each after a first
+    call (the gradient arrays the library reuses from call to call are not counted)."""
+    case = BY_NAME["mlp"]
+    args = case.make_args()
+    out = {}
+    for name, call in (("primal", lambda: case.fn(*args)), ("gradient", checked(case, args))):
+        call()
+        tracemalloc.start()
+        try:
+            call()
+            out[name] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    raw["peak_memory"] = out
+    rows.append(row("peak memory, MLP 256², batch 64: tracemalloc peak of one gradient",
+                    stats([out["gradient"]]), "—", "—", kind="bytes",
+                    note=f"the primal's {out['primal']:,} B"))
+
+
 def methods(rows, raw, budget):
     out = {}
     for what, counted, plain in (("vectorised with NumPy", "method_nfev", "method"),
@@ -397,6 +417,7 @@ def run(a) -> dict:
     rows, raw = [], {}
     steps = [("Rosenbrock", lambda: rosenbrock(rows, raw, a.budget)),
              ("tape memory", lambda: tape_memory(rows, raw)),
+             ("peak memory", lambda: peak_memory(rows, raw)),
              ("methods", lambda: methods(rows, raw, a.budget)),
              ("recursion, MLP, softmax", lambda: plain_ratios(rows, raw, a.budget)),
              ("transform time of the example", lambda: transform_example(rows, raw, 3)),

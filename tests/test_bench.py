@@ -64,6 +64,15 @@ def test_targets_table_shows_misses():
     assert "| t | more than 10 s | ≤ 1 s | **NOT met** |" in text
 
 
+def test_peak_memory_row_measures_the_gradient_against_the_primal():
+    rows, raw = [], {}
+    targets.peak_memory(rows, raw)
+    peaks = raw["peak_memory"]
+    assert 0 < peaks["primal"] and 0 < peaks["gradient"] <= 1.3 * peaks["primal"]
+    assert targets.fmt_measured(rows[0]) == \
+        f"{peaks['gradient']:,} B (1 sample); the primal's {peaks['primal']:,} B"
+
+
 @pytest.mark.parametrize("name", ["rosenbrock n=1000", "nested 30x30"])
 def test_compiled_bench_hand_written_gradients_match_bytegrads(name):
     from bytegrad.bench import compiled
