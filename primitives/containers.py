@@ -416,6 +416,8 @@ def _getattr(x, name, *default):
     if owner is x or type(x) is super and owner is x.__self__:
         # a bound method (also through super()): its gradient is its object's
         return y, lambda d: (None, d, None)
+    if name == "__self__" and isinstance(x, _BOUND):  # (and so the other way)
+        return y, lambda d: (None, d, None)
     if name == "__dict__" and y is fields:  # the fields' gradients are the object's
         current().own(fields, x)
         return y, lambda d: (None, d, None)
@@ -434,6 +436,7 @@ def _getattr(x, name, *default):
 
 
 _MISSING = object()
+_BOUND = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
 
 
 def _class_attribute(x, name):

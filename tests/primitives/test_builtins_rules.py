@@ -198,3 +198,20 @@ def test_getattr_with_a_default():
     assert check_grad(lambda x: getattr(_Fields(x), "twice", 9.0) * x, 0.7) == (2.8,)
     g = bytegrad.gradient(lambda o, d: getattr(o, "zzz", d) + getattr(o, "v", d), _Fields(0.7), 2.0)
     assert g == ({"v": 1.0}, 1.0)
+
+
+@pytest.mark.regression
+def test_the_object_of_a_bound_method_gets_the_methods_gradient():
+    # (its gradient was a dict of the method's fields, {'__self__': g}: a list then
+    # summed a str, the key, into a float)
+    def from_list(x):
+        xs = [x, 2.0]
+        m = xs.append
+        return m.__self__[0] * x
+
+    def from_object(x):
+        f = _Fields(x * x)
+        m = f.__repr__
+        return m.__self__.v * x
+    assert check_grad(from_list, 1.5) == (3.0,)
+    assert check_grad(from_object, 1.5) == pytest.approx((3 * 1.5 ** 2,))
