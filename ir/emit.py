@@ -225,14 +225,20 @@ class _Emitter:
         if store:
             self.store(v, st.line) if value else self.none(v, st.line)
 
-    # -- a local whose value is dead is cleared: the primal frees its temporaries as it
+    # -- a local whose array is dead is cleared: the primal frees its temporaries as it
     #    goes, and an array kept to the end of the function would take fresh, cold memory
     #    for every one that follows it (it doubled the MLP's forward pass) -------------
     def find_deaths(self):
         """``{(var, id(statement)): [values last read there]}``: the values a block makes
-        and reads only in its own statements, each at the statement that reads it last.
-        (A slot is assigned by many statements, and one statement may stand twice: such
-        a place clears nothing.)"""
+        and reads only in its own statements, each at the statement that reads it last,
+        of those whose end no code can see (``meta.clearable``: arrays and numbers; any
+        value where it is None; none by default, as CPython keeps a local to the
+        function's end, where a ``__del__``, a weak reference or a generator's
+        ``finally`` may see it).  (A slot is assigned by many statements, and one
+        statement may stand twice: such a place clears nothing.)"""
+        clearable = self.ir.meta.clearable
+        if clearable is not None and not clearable:
+            return {}
         items = {w for reads in self.unpacks.values() for w in reads.values()}
         blocks, places = {}, {}
         kept = set(self.alias) | set(self.alias.values()) | (set(self.skip) - items)
@@ -250,7 +256,8 @@ class _Emitter:
                 if v not in self.skip:
                     last.update((x, (v, id(st))) for x in st.operands() if isinstance(x, Var))
             for v, _ in blk.stmts:
-                if v in last and v not in kept and blocks[v] == {b} and places[last[v]] == 1:
+                if v in last and v not in kept and blocks[v] == {b} and places[last[v]] == 1 \
+                        and (clearable is None or v in clearable):
                     dies.setdefault(last[v], []).append(v)
         return dies
 

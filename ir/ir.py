@@ -159,6 +159,9 @@ class Meta:
     varkw: bool = False
     freevars: tuple = ()
     generator: bool = False  # its code yields: calling it makes a generator
+    # the values whose end no code can see (arrays and numbers), whose locals the emitter
+    # clears after their last read; None: any value (code of the library's own)
+    clearable: frozenset | None = frozenset()
     # the source's names of values (a Var or the adjoint's Slot → a local's name), for pictures
     names: dict = field(default_factory=dict)
 

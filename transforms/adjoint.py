@@ -181,7 +181,8 @@ class _Adjoint:
         self.home = {v: b for b, blk in enumerate(ir.blocks)
                      for v in blk.args + [v for v, _ in blk.stmts]}
         m = ir.meta
-        self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno, generator=m.generator))
+        self.adj = IR(Meta(f"adjoint_{m.name}", m.filename, m.firstlineno, generator=m.generator,
+                           clearable=None))  # (no local of the user's: the tape's and gradients)
         self.tape = self.adj.argument(0)
         self.dy = self.adj.argument(0)
         self.sites = yield_sites(ir)

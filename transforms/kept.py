@@ -65,7 +65,7 @@ def kept(ir, reads, view, methods, numeric_args=()) -> set:
     whose code may keep them).  ``numeric_args``: the entry arguments that are arrays or
     numbers (not of dtype object)."""
     if ir.meta.generator:  # (a yield hands values on)
-        return set()
+        return Kept((), ())
     fresh, handed, returned = set(), set(), set()
     numeric = {ir.blocks[0].args[i] for i in numeric_args}
     views, reading, given = {}, {}, []  # given: (values, the operands beside them)
@@ -90,7 +90,16 @@ def kept(ir, reads, view, methods, numeric_args=()) -> set:
                 if w in out and not handed.issuperset(shared):
                     handed.update(shared)
                     changed = True
-    return fresh - handed - returned
+    return Kept(fresh - handed - returned, numeric)
+
+
+class Kept(set):
+    """What `kept` found: the values only read, and (``numeric``) those that are arrays
+    and numbers, whose end no code can see."""
+
+    def __init__(self, values, numeric):
+        super().__init__(values)
+        self.numeric = numeric
 
 
 def _plain(c) -> bool:

@@ -155,4 +155,5 @@ def register(ir, active, hooks, kept=frozenset()) -> IR:
                 new.args = [y]
             fwd.branch(b, new)
     fwd.meta.take_names(m, env)
+    fwd.meta.clearable = frozenset(env[v] for v in getattr(kept, "numeric", ()) if isinstance(env.get(v), Var))
     return fwd
