@@ -418,6 +418,8 @@ def _getattr(x, name, *default):
         return y, lambda d: (None, d, None)
     if name == "__self__" and isinstance(x, _BOUND):  # (and so the other way)
         return y, lambda d: (None, d, None)
+    if name == "base" and isinstance(x, np.ndarray) and is_differentiable(y):
+        return y, _base_back(*user_location())
     if name == "__dict__" and y is fields:  # the fields' gradients are the object's
         current().own(fields, x)
         return y, lambda d: (None, d, None)
@@ -433,6 +435,16 @@ def _getattr(x, name, *default):
     if name == "mT":
         return y, lambda d: (None, np.swapaxes(d, -1, -2), None)
     return y, lambda d: (None, {name: d}, None)
+
+
+def _base_back(file, line):
+    """The pullback of ``a.base``, the array a view shares memory with: a value the
+    transform takes for a new one, which it is not (the view was made from it)."""
+    def back(d):
+        raise NotImplementedError(
+            f"{file}:{line}: a gradient reaches `.base` of an array, the array it shares memory "
+            f"with, whose gradient is not followed; use the array the view was made from")
+    return back
 
 
 _MISSING = object()

@@ -215,3 +215,19 @@ def test_the_object_of_a_bound_method_gets_the_methods_gradient():
         return m.__self__.v * x
     assert check_grad(from_list, 1.5) == (3.0,)
     assert check_grad(from_object, 1.5) == pytest.approx((3 * 1.5 ** 2,))
+
+
+@pytest.mark.regression
+def test_a_gradient_through_an_arrays_base_is_refused_by_line_and_a_test_of_it_is_fine():
+    # (the array got a dict of fields for a gradient, {'base': g}, and NumPy failed on it)
+    def through_base(x):
+        v = (x * 2.0)[1:]
+        return np.sum(v.base * x)
+
+    def tests_base(x):
+        v = (x * 2.0)[1:]
+        return np.sum(v * v) if v.base is not None else 0.0
+    x = np.array([0.3, 1.2, -0.7])
+    with pytest.raises(NotImplementedError, match=r"test_builtins_rules\.py:\d+: a gradient reaches `\.base`"):
+        bytegrad.grad(through_base)(x)
+    assert check_grad(tests_base, x)[0] == pytest.approx(np.array([0.0, 8 * 1.2, 8 * -0.7]))
