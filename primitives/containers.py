@@ -21,7 +21,7 @@ from ..runtime.errors import user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
-from ..runtime.shadow import current
+from ..runtime.shadow import carried, current
 from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
     views
 from .np_indexing import getitem_pullback as _array_getitem_pullback
@@ -397,6 +397,8 @@ def _getattr(x, name, *default):
             return default[0], lambda d: (None, None, None, d)
         y, pb = _getattr(x, name)
         return y, wrapping(pb, lambda d: pb(d) + (None,))
+    if isinstance(x, BaseException) and id(x) in current().raised:
+        return _read_out_of_exception(x, name)
     prop = _class_attribute(x, name)
     if isinstance(prop, (property, functools.cached_property)):
         return _computed(x, name, prop)
@@ -435,6 +437,18 @@ def _getattr(x, name, *default):
     if name == "mT":
         return y, lambda d: (None, np.swapaxes(d, -1, -2), None)
     return y, lambda d: (None, {name: d}, None)
+
+
+def _read_out_of_exception(e, name):
+    """``e.name`` of an exception made of values with a gradient: the value, and a
+    pullback that refuses a gradient that reaches it (none goes back through ``e``)."""
+    y, (e0, made_at), read_at = getattr(e, name), current().raised[id(e)], user_location()
+    if e0 is not e or not is_differentiable(y):
+        return y, nograd(2)
+
+    def back(d):
+        raise carried(e, made_at, read_at)
+    return y, back
 
 
 def _base_back(file, line):

@@ -26,11 +26,13 @@ import types
 from ._frozen import np
 
 from ..ir import ops
+from ..runtime.algebra import is_differentiable
 from ..runtime.errors import running_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
+from ..runtime.shadow import carried
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, consume_rows, items, none_if_zero, seq
 from .containers import IndexIter, _class_attribute, sized
@@ -251,6 +253,8 @@ def _getattr(ts, x, name, *default):
         y = getattr(x, name, _MISSING)
         return (default[0], ts[2]) if y is _MISSING else _getattr(ts[:2], x, name)
     dx = ts[0]
+    if isinstance(x, BaseException) and id(x) in current().raised:
+        _read_out_of_exception(x, name)
     prop = _class_attribute(x, name)
     if isinstance(prop, property):
         return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)
@@ -278,6 +282,14 @@ def _getattr(ts, x, name, *default):
     if owner is x or type(x) is super and owner is x.__self__:
         return y, dx  # a bound method: its tangent is its object's
     return y, _read(y, _attribute(x, dx, name))
+
+
+def _read_out_of_exception(e, name):
+    """Refuse ``e.name`` of an exception made of values with a tangent, where the value is
+    one that could carry a tangent (none goes through ``e``)."""
+    e0, made_at = current().raised[id(e)]
+    if e0 is e and is_differentiable(getattr(e, name)):
+        raise carried(e, made_at, user_location())
 
 
 _MISSING = object()

@@ -21,7 +21,7 @@ from ..transforms.tangent import transform_tangent
 from . import forward as fw
 from .binding import bind
 from .cache import Cache, still_decided
-from .errors import full_name
+from .errors import full_name, user_location
 from .frules import NoForwardRuleError, derived, frule_for
 from .rules import CALLS, Rule, nondifferentiable, record_of
 from .tangents import ForwardModeError, current
@@ -113,8 +113,11 @@ def _dispatch(f, df, dargs, dkw, args, kw):
         return jvp_call_kw(type(f).__call__, None, (df,) + dargs, dkw, f, *args, **kw)
     if t in CALLS:
         return jvp_call_kw(CALLS[t], None, (df,) + dargs, dkw, f, *args, **kw)
-    if isinstance(f, type) and issubclass(f, BaseException):  # its arguments: a message
-        return f(*args, **kw), None
+    if isinstance(f, type) and issubclass(f, BaseException):  # its arguments: a message, mostly
+        e = f(*args, **kw)
+        if any(d is not None for d in (*dargs, *dkw.values())):
+            current().raised[id(e)] = (e, user_location())  # (a read of it is refused)
+        return e, None
     if isinstance(f, type) and fw._user_class(f):
         return _construct(f, dargs, dkw, args, kw)
     if all(d is None for d in dargs) and not any(d is not None for d in dkw.values()):

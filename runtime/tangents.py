@@ -25,12 +25,13 @@ _DEPTH = 100  # deeper parts of a container are handed on as they are
 
 
 class TangentShadow:
-    __slots__ = ("entries", "cells", "defaults")
+    __slots__ = ("entries", "cells", "defaults", "raised")
 
     def __init__(self):
         self.entries = {}  # id → (object, its tangent)
         self.cells = {}  # id of a cell → (cell, the tangent of its contents)
         self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)
+        self.raised = {}  # id → (exception, (file, line)): made of values with a tangent (`shadow.carried`)
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self, x, dx, depth=_DEPTH):

@@ -297,3 +297,62 @@ def test_an_exception_made_of_differentiable_values_is_made_plainly():
         except ValueError as e:
             return x * 3.0 + len(e.args)
     assert check_grad(f, 0.7) == (3.0,)
+
+
+class _Carrying(Exception):
+    def __init__(self, v):
+        super().__init__("carries v")
+        self.v = v
+
+
+def _payload(a):
+    c = a * a
+    try:
+        raise ValueError(c)
+    except ValueError as e:
+        return e.args[0] * a
+
+
+def _field(a):
+    try:
+        raise _Carrying(a * a)
+    except _Carrying as e:
+        return e.v * a
+
+
+def _from_a_callee(a):
+    def h(c):
+        raise ValueError(c)
+    try:
+        h(a * a)
+    except ValueError as e:
+        return e.args[0] * a
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_payload, _field, _from_a_callee], ids=lambda f: f.__name__)
+def test_a_derivative_reaching_a_value_read_out_of_an_exception_is_refused_by_line(f):
+    # (no derivative goes through an exception: both modes gave a * a, silently, for 3 a²)
+    pattern = r"test_exceptions\.py:\d+: a derivative reaches a value read out of the exception " \
+              r"\w+ made at .*test_exceptions\.py:\d+"
+    with pytest.raises(NotImplementedError, match=pattern):
+        bytegrad.grad(f)(1.3)
+    with pytest.raises(NotImplementedError, match=pattern):
+        bytegrad.jvp(f, (1.3,), (1.0,))
+
+
+def test_an_exceptions_values_read_where_no_derivative_reaches_them_are_fine():
+    def constant(a):
+        try:
+            raise ValueError(2.0)
+        except ValueError as e:
+            return e.args[0] * a
+
+    def counted(a):
+        try:
+            raise ValueError(a * a)
+        except ValueError as e:
+            return a * len(e.args)
+    assert check_grad(constant, 1.3) == (2.0,)
+    assert bytegrad.jvp(constant, (1.3,), (1.0,)) == (2.6, 2.0)
+    assert check_grad(counted, 1.3) == (1.0,)
