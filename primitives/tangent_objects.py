@@ -35,7 +35,7 @@ from ..runtime.rules import rule
 from ..runtime.shadow import carried
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, consume_rows, items, none_if_zero, seq
-from .containers import IndexIter, _class_attribute, sized
+from .containers import _BOUND, IndexIter, _class_attribute, sized
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -281,6 +281,8 @@ def _getattr(ts, x, name, *default):
     owner = getattr(y, "__self__", None)
     if owner is x or type(x) is super and owner is x.__self__:
         return y, dx  # a bound method: its tangent is its object's
+    if name == "__self__" and isinstance(x, _BOUND):  # (and so the other way)
+        return y, _read(y, dx)
     return y, _read(y, _attribute(x, dx, name))
 
 
@@ -309,6 +311,9 @@ def _attribute(x, dx, name):
 
 @frule(setattr)
 def _setattr(ts, obj, name, v):
+    own = getattr(type(obj), "__setattr__", None)
+    if type(own) is types.FunctionType:  # (your __setattr__: what it stores, in forward mode)
+        return jvp_call(own, None, (ts[0], None, ts[2]), obj, name, v)
     prop = _class_attribute(obj, name)
     if isinstance(prop, property) and prop.fset is not None:
         jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
@@ -341,10 +346,15 @@ def _tuple_new(ts, cls, *xs):
 
 def _copying(f):
     """A copy's tangent is its original's: tangents may be shared, since the first write
-    to either object gives it a tangent of its own (`TangentShadow.writable`)."""
+    to either object gives it a tangent of its own (`TangentShadow.writable`); but where
+    something has been changed in place, the original's may be its entry in the shadow,
+    which the next write changes in place: the copy's is then copied as the value is."""
     @frule(f)
     def fr(ts, x, *memo):
-        return f(x, *memo), ts[0]
+        d = ts[0]
+        if d is not None and current().entries:
+            d = copy.deepcopy(d) if f is copy.deepcopy else copy.copy(d)
+        return f(x, *memo), d
     return fr
 
 

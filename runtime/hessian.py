@@ -27,7 +27,7 @@ from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
 from .jvp import compiled_tangent
-from .nesting import _Along
+from .nesting import _Along, refusing_changes
 from .tangents import TangentShadow, isolated_at
 from .utilities import nestlevel
 
@@ -50,7 +50,7 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     primals, tangents = _pairs(primals, tangents)
     tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
     with _COMPUTING:
-        with isolated_at(0, TangentShadow()):
+        with isolated_at(0, TangentShadow()) as sh, refusing_changes(sh, f):
             (y, _), back = api._pullback(tf, args, wrt, {})
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # (piecewise constant: no gradient)
             return None if single else (None,) * len(wanted)

@@ -35,7 +35,7 @@ import types
 import numpy as np
 
 from . import api, jax_api, shadow
-from .algebra import accum, is_differentiable, unwrap
+from .algebra import is_differentiable, unwrap
 from .binding import bind
 from .computing import computing
 from .errors import full_name, user_location
@@ -44,8 +44,8 @@ from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
 from .jvp import _PLANS, compiled_tangent, jvp_call, jvp_call_kw
-from .mutation import runs_without_gradient, wrapping
-from .rules import CALLS, Lazy, Rule, changes_arguments, nondifferentiable, nograd, passes_keywords, record_of, rule
+from .mutation import wrapping
+from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
 
 _COMPUTING = computing()
@@ -104,13 +104,28 @@ def _plan(f, args, kw):
     return ("opaque",)
 
 
+class refusing_changes:
+    """``with refusing_changes(sh, f):`` runs the block, then `refuse_changes` what it
+    changed in tangent shadow ``sh``; also when it fails (what a change in place left
+    behind may fail first: the change is named)."""
+
+    def __init__(self, sh, f):
+        self.sh, self.f = sh, f
+
+    def __enter__(self):
+        self.before = len(self.sh.entries)
+
+    def __exit__(self, *exc):
+        refuse_changes(self.sh, self.f, self.before)
+
+
 def refuse_changes(sh, f, before=0):
-    """Refuse what tangent code of ``f`` run lifted by an outer forward level changed in
-    place (the new entries of tangent shadow ``sh`` past ``before``): forward over
-    forward does not follow a tangent kept in the shadow."""
+    """Refuse what tangent code of ``f`` run under reverse mode changed in place (the new
+    entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
+    tangent kept in the shadow."""
     if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
         _refuse(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
-                f"differentiated forward over forward; build a new value instead")
+                f"differentiated to second order; build a new value instead")
 
 
 def _changed(entries) -> bool:
@@ -242,13 +257,9 @@ def _full(ts, n):
 def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     """Reverse over forward: the pullback of the tangent code (or forward rule) run."""
     fr = None if kw else frule_for(f)
-    if fr is not None and not current().entries:
-        # (the common case, `_reverse_over_forward`'s first, without its layout: -25%)
+    if fr is not None:  # (the common case, `_reverse_over_forward`'s first, without its layout: -25%)
         y, pb = forward(fr, dargs, *args)
-        if not current().entries:
-            return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
-        y, back = _refreshing_out(y, wrapping(pb, lambda d: pb(d)[1:]))  # (it changed something in place)
-        return y, wrapping(back, lambda d: (None, None, None, *back(d)))
+        return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
     y, back = _reverse_over_forward(f, df, dargs, None, args, kw)
     return y, _laid_out(back, False, kw)
 
@@ -260,7 +271,6 @@ def _jvp_call_kw_rule(f, df, dargs, dkw, /, *args, **kw):
 
 
 passes_keywords(jvp_call, jvp_call_kw)
-changes_arguments(jvp_call, jvp_call_kw)  # (what they call may: a tangent then goes into the shadow)
 
 
 def _laid_out(back, keyed, kw):
@@ -275,87 +285,7 @@ def _laid_out(back, keyed, kw):
 def _reverse_over_forward(f, df, dargs, dkw, args, kw):
     """``jvp_call_kw(f, df, dargs, dkw, *args, **kw)`` run so this level can pull back
     through it: ``(y, back)``, ``back(d)`` the gradients of ``f``, ``df``, ``dargs``,
-    ``dkw`` (a dict), ``args`` (a tuple) and ``kw`` (a dict).
-
-    As `jvp_call_kw` does, the tangents of the arguments and of the result are read from
-    the forward level's shadow where something was changed in place (``xs.append(v)``,
-    ``a[i] = v``, ``obj.x = v`` put the tangents there): `_refreshed`, lifted, so this
-    level follows a tangent through the shadow as through any container."""
-    sh = current()
-    if not sh.entries:
-        y, back = _unrefreshed(f, df, dargs, dkw, args, kw)
-    else:
-        n, keys = len(args), tuple(kw)
-        xs, ds = args + tuple(kw.values()), _full(dargs, n) + tuple((dkw or {}).get(k) for k in keys)
-        ds, pb_in = forward(_refreshed, sh, xs, ds)
-        y, inner = _unrefreshed(f, df, ds[:n], dict(zip(keys, ds[n:])), args, kw)
-
-        def back(d):
-            gf, gdf, gd, gkd, ga, gka = inner(d)
-            gd = tuple(_full(gd, n)) + tuple((gkd or {}).get(k) for k in keys)
-            if all(g is None for g in gd) and not runs_without_gradient(pb_in):
-                return gf, gdf, gd[:n], gkd, ga, gka
-            g = pb_in(gd)  # (_, d_sh, d_xs, d_ds): the values' part is what a change in place left them
-            m = n + len(keys)
-            gxs, gds = _full(g[2], m), _full(g[3], m)
-            ga = tuple([accum(a, b) for a, b in zip(_full(ga, n), gxs)])
-            gka = {**gka, **{k: accum((gka or {}).get(k), b) for k, b in zip(keys, gxs[n:]) if b is not None}}
-            return gf, gdf, gds[:n], dict(zip(keys, gds[n:])), ga, gka
-        back = _after(pb_in, inner, back)
-    if not sh.entries:
-        return y, back
-    return _refreshing_out(y, back)
-
-
-# -- what a reverse level lifts of the forward level's shadow: a view's tangent; the
-#    array owning a view's memory, read for its identity and layout only, runs plainly
-
-nondifferentiable(shadow.root)
-
-
-@rule(shadow.view_like)
-def _view_like(buf, r, a):
-    """The tangent of view ``a`` of root ``r``: a view of ``buf``, whose gradient goes to
-    that part of ``buf``."""
-    y = shadow.view_like(buf, r, a)
-
-    def back(d):
-        g = np.zeros_like(buf)
-        shadow.view_like(g, r, a)[...] = unwrap(d)
-        return None, g, None, None
-    return y, back
-
-
-def _refreshed(sh, xs, ds):
-    """The tangents ``ds`` of ``xs`` as forward shadow ``sh`` holds them now (ordinary
-    code: a reverse level lifts it)."""
-    return tuple([sh.refresh(x, d) for x, d in zip(xs, ds)])
-
-
-def _refreshing_out(pair, back):
-    """``(y, dy)``, the result of a call pulled back by ``back``, with ``dy`` read from
-    the forward level's shadow (the call may have changed ``y`` in place) as `_refreshed`
-    reads it, and the pullback through both."""
-    y, dy = pair
-    (dy,), pb_out = forward(_refreshed, current(), (y,), (dy,))
-
-    def through(d):
-        yb, tb = _pair(d)
-        if tb is not None or runs_without_gradient(pb_out):
-            g = pb_out(None if tb is None else (tb,))  # (_, d_sh, d_xs, d_ds), as `pb_in`'s
-            yb, tb = accum(yb, _at(g[2], 0)), _at(g[3], 0)
-        return back(None if d is None and yb is None and tb is None else (yb, tb))
-    return (y, dy), _after(pb_out, back, through)
-
-
-def _after(first, then, back):
-    """``back``, a pullback that calls ``first`` and ``then``: made to run without a
-    gradient when either must."""
-    return wrapping(first if runs_without_gradient(first) else then, back)
-
-
-def _unrefreshed(f, df, dargs, dkw, args, kw):
-    """`_reverse_over_forward` with the tangents as given."""
+    ``dkw`` (a dict), ``args`` (a tuple) and ``kw`` (a dict)."""
     n = len(args)
     plan = _plan(f, args, kw)
     dargs, dkw = _full(dargs, n), dkw or {}
@@ -382,7 +312,8 @@ def _unrefreshed(f, df, dargs, dkw, args, kw):
             return (None, None) + _unlaid(b, g[1] or (None,) * len(dins)) + \
                 _unlaid(b, [g[2 + i] for i in range(m)], rest)
         return y, wrapping(pb, back)
-    y, pb = forward(plan[1], f, *ins, df, *dins)
+    with refusing_changes(current(), f):
+        y, pb = forward(plan[1], f, *ins, df, *dins)
 
     def back(d):
         g = pb(d)  # (_, d_f, *d_ins, d_df, *d_dins)

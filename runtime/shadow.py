@@ -33,11 +33,8 @@ def root(a):
 
 def region(buf, r, a):
     """The part of ``buf`` (a gradient laid out like root ``r``) that view ``a`` covers."""
-    return buf if a is r else view_like(buf, r, a)
-
-
-def view_like(buf, r, a):
-    """The view of ``buf`` that view ``a`` is of ``r`` (`region` of a view)."""
+    if a is r:
+        return buf
     offset = a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
     # the real or imaginary part of a complex array is a float view: of the complex gradient too
     dtype = a.dtype if a.dtype.kind == "f" and buf.dtype.kind == "c" else buf.dtype

@@ -41,8 +41,8 @@ class TangentShadow:
         if e is not None:
             dx = e[1]
         t = type(x)
-        if t is np.ndarray:  # (`root`, which a reverse level runs plainly, not ``x.base``)
-            return self._array(x, dx) if e is None and root(x) is not x else dx
+        if t is np.ndarray:
+            return self._array(x, dx) if e is None and x.base is not None else dx
         if depth and (t is list or t is tuple or t is dict) and len(x):
             return self._container(x, dx, depth - 1)
         return dx

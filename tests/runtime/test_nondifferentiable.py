@@ -26,9 +26,6 @@ _BY_DESIGN = {
     "numpy.empty_like": "its values are whatever memory held, not functions of the input",
     "numpy._core._multiarray_umath.empty_like": "np.empty_like's C implementation (the same)",
     "bytegrad.ir.ops.raise_from": "it gives an exception its cause (the check passes floats)",
-    "bytegrad.runtime.shadow.root": "the library's own: the array owning a view's memory, "
-                                    "which the forward level's shadow reads for its identity "
-                                    "and layout only",
 }
 
 

@@ -571,6 +571,70 @@ def test_reads_after_an_operator_changed_an_array_in_place_see_its_new_tangent(s
     if not second_order:
         check_jvp(f, x)
         return
-    # (an hvp of it was silently wrong once, 0.48 for 0.24, then refused)
-    v, g, h = np.array([0.5, 1.0, -2.0]), bytegrad.grad(f), 1e-6
-    assert bytegrad.hvp(f, (x,), (v,)) == pytest.approx((g(x + h * v) - g(x - h * v)) / (2 * h), abs=1e-6)
+    # (second order does not follow a change in place yet: refused by line; an hvp of it
+    # was silently wrong before, 0.48 for 0.24)
+    with pytest.raises(bytegrad.NestingError, match=r"test_tangent\.py:\d+: .*change in place"):
+        bytegrad.hvp(f, (x,), (np.array([0.5, 1.0, -2.0]),))
+
+
+class _Fielded:
+    pass
+
+
+def _copied_then_changed(cp):
+    """``f`` copying a list, a dict, an array and an object with ``cp`` (one copier for
+    each) after a change in place, then changing the originals."""
+    cp_list, cp_dict, cp_array, cp_object = cp
+
+    def f(x):
+        xs = [x * x]
+        xs.append(x)  # (xs's tangent now lives in the shadow)
+        e = cp_list(xs)
+        xs[0] = 3.0  # (must not reach the copy)
+        d = {"a": x * x, "b": x}
+        d["b"] = 2.0
+        e2 = cp_dict(d)
+        d["a"] = 3.0
+        a = np.zeros(2)
+        a[0] = x * x
+        e3 = cp_array(a)
+        a[0] = 3.0
+        o = _Fielded()
+        o.v = x ** 3
+        e4 = cp_object(o)
+        o.v = 3.0
+        return e[0] + 10 * e2["a"] + 100 * e3[0] + e4.v
+    return f
+
+
+COPIERS = {"copy": (copy.copy,) * 4, "deepcopy": (copy.deepcopy,) * 4,
+           "methods": (list.copy, dict.copy, np.copy, copy.copy), "constructors": (list, dict, np.array, copy.copy)}
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("cp", COPIERS.values(), ids=COPIERS.keys())
+def test_a_copy_keeps_its_tangent_when_the_original_is_changed_afterwards(cp):
+    # (the copy shared the original's tangent in the shadow, which the change then changed:
+    # jvp gave 0.0 for 1.4)
+    check_jvp(_copied_then_changed(cp), 0.7)
+
+
+class _Doubling:
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value * 2.0)
+
+
+class _DoublingBySuper:
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value * 2.0)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("cls", [_Doubling, _DoublingBySuper], ids=lambda c: c.__name__)
+def test_a_setattr_override_stores_its_own_values_tangent(cls):
+    # (the override ran plainly and the field took the tangent given: jvp 2.8 for 5.6)
+    def f(x):
+        s = cls()
+        s.a = x
+        return s.a * s.a
+    check_jvp(f, 0.7)
