@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import operator
+import types
 
 from ._frozen import np
 
@@ -213,3 +214,16 @@ def abs_grad(x, y, d):
     if type(x) is complex:
         return d * (x / y) if y else d * 0j
     return d * ((x > 0) - (x < 0))
+
+
+def static_attribute(t, name):
+    """What class ``t`` (or a base) holds under ``name``, not called: a descriptor itself."""
+    return next((k.__dict__[name] for k in t.__mro__ if name in k.__dict__), None)
+
+
+def python_descriptor(t, name, method):
+    """The descriptor of yours class ``t`` holds under ``name`` and its Python ``method``
+    (``"__get__"``, ``"__set__"``): ``(descriptor, function)``, or ``(None, None)``."""
+    d = static_attribute(t, name)
+    f = getattr(type(d), method, None)
+    return (d, f) if type(f) is types.FunctionType else (None, None)

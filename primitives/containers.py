@@ -24,6 +24,7 @@ from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import carried, current
 from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
     views
+from ._util import static_attribute
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -391,28 +392,54 @@ def _apply(f, args, kwargs=None):
 
 @rule(getattr)
 def _getattr(x, name, *default):
-    if default:  # the default when x lacks the attribute (read once), else as without one
-        y = getattr(x, name, _MISSING)
-        if y is _MISSING:
+    if default:  # the default when the read raises AttributeError, as Python's (read once)
+        try:
+            y, pb = _getattr(x, name)
+        except AttributeError:
             return default[0], lambda d: (None, None, None, d)
-        y, pb = _getattr(x, name)
         return y, wrapping(pb, lambda d: pb(d) + (None,))
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
+    own = getattr(type(x), "__getattribute__", None)
+    if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
+        y, pb = forward(own, x, name)
+        return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
+    return _attribute(x, name, getattr)
+
+
+@rule(object.__getattribute__)
+def _object_getattribute(x, name):
+    """``object.__getattribute__(x, name)``: the read as `getattr` makes it, past a
+    ``__getattribute__`` of yours (which calls it)."""
+    return _attribute(x, name, object.__getattribute__)
+
+
+def _attribute(x, name, read):
+    """`getattr` without a default and past a ``__getattribute__`` of yours; ``read``
+    reads the value itself."""
     prop = _class_attribute(x, name)
     if isinstance(prop, (property, functools.cached_property)):
         return _computed(x, name, prop)
     fields = getattr(x, "__dict__", None)
     fields = fields if type(fields) is dict else None
+    desc, get = _descriptor_of(x, name, prop, fields)
+    if get is not None and (hasattr(type(desc), "__set__") or hasattr(type(desc), "__delete__")):
+        obj = x.__self__ if type(x) is super else x  # (a data descriptor of yours: what it reads)
+        y, pb = forward(get, desc, obj, type(obj))
+        return y, wrapping(pb, lambda d: (None, pb(d)[2], None))
     if fields is not None and name not in fields and prop is None and not isinstance(x, type) \
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         y, pb = forward(type(x).__getattr__, x, name)  # delegation
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
-    y = getattr(x, name, *default)
-    if name == "real":  # the gradient of a complex number is complex
+    through = get is not None and name not in (fields or ())  # (before __get__ may store it there)
+    y = read(x, name)
+    if through and type(y) in _VALUES:
+        return y, _descriptor_back(desc, name, *user_location())  # (one that binds, as a method: below)
+    number = isinstance(x, (np.ndarray, np.number, complex, float, int))  # (not a field of yours)
+    if name == "real" and number:  # the gradient of a complex number is complex
         return y, lambda d: (None, np.asarray(d, x.dtype) if isinstance(x, np.ndarray)
                              else d + 0j if isinstance(x, complex) else d, None)
-    if name == "imag":  # Im(x + iy) = y has gradient 0 + 1i
+    if name == "imag" and number:  # Im(x + iy) = y has gradient 0 + 1i
         return y, lambda d: (None, 1j * d if np.iscomplexobj(x) else None, None)
     owner = getattr(y, "__self__", None)
     if owner is x or type(x) is super and owner is x.__self__:
@@ -451,6 +478,33 @@ def _read_out_of_exception(e, name):
     return y, back
 
 
+def _descriptor_of(x, name, prop, fields):
+    """``(descriptor, its __get__)`` where ``x.name`` is read through a descriptor of yours
+    (its ``__get__`` Python code), else ``(None, None)``.  ``prop`` is what the class gives
+    for ``name`` (the descriptor itself, by the usual convention); a name in ``x``'s own
+    fields is a field (a data descriptor of the same name there is not looked for)."""
+    if isinstance(x, type):
+        return None, None
+    if prop is None and (fields is None or name not in fields):
+        prop = static_attribute(type(x), name) if type(x) is not super else None
+    get = getattr(type(prop), "__get__", None)
+    return (prop, get) if type(get) is types.FunctionType else (None, None)
+
+
+_VALUES = frozenset({float, complex, np.float64, np.ndarray})
+
+
+def _descriptor_back(desc, name, file, line):
+    """The pullback of a value read through a descriptor of yours with ``__get__`` alone,
+    run as Python runs it: no gradient goes back through it."""
+    def back(d):
+        raise NotImplementedError(
+            f"{file}:{line}: a gradient reaches .{name}, read through {type(desc).__name__}.__get__, "
+            f"a descriptor of yours without __set__, whose gradient is not followed; give it a "
+            f"__set__ (a data descriptor is differentiated), or use a property")
+    return back
+
+
 def _base_back(file, line):
     """The pullback of ``a.base``, the array a view shares memory with: a value the
     transform takes for a new one, which it is not (the view was made from it)."""
@@ -461,7 +515,6 @@ def _base_back(file, line):
     return back
 
 
-_MISSING = object()
 _BOUND = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
 
 

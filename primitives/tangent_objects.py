@@ -254,7 +254,7 @@ def _getattr(ts, x, name, *default):
         return (default[0], ts[2]) if y is _MISSING else _getattr(ts[:2], x, name)
     dx = ts[0]
     if isinstance(x, BaseException) and id(x) in current().raised:
-        _read_out_of_exception(x, name)
+        return _read_out_of_exception(x, name)
     prop = _class_attribute(x, name)
     if isinstance(prop, property):
         return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)
@@ -287,11 +287,25 @@ def _getattr(ts, x, name, *default):
 
 
 def _read_out_of_exception(e, name):
-    """Refuse ``e.name`` of an exception made of values with a tangent, where the value is
-    one that could carry a tangent (none goes through ``e``)."""
-    e0, made_at = current().raised[id(e)]
-    if e0 is e and is_differentiable(getattr(e, name)):
+    """``e.name`` of an exception made of values with a tangent: ``e.args``, the arguments
+    it was made of, with theirs; another value that could carry one, refused (none goes
+    through ``e``: a field your ``__init__`` stored)."""
+    e0, made_at, args, dargs = current().raised[id(e)]
+    y = getattr(e, name)
+    if e0 is not e:
+        return y, None
+    if name == "args" and len(y) == len(args) and all(a is b for a, b in zip(y, args)):
+        return y, tuple(dargs)
+    if _holds_values(y):
         raise carried(e, made_at, user_location())
+    return y, None
+
+
+def _holds_values(y) -> bool:
+    """Whether ``y`` is a number or an array, or a tuple or list holding one."""
+    if type(y) in (tuple, list):
+        return any(map(_holds_values, y))
+    return type(y) in (float, complex, np.float64, np.ndarray)
 
 
 _MISSING = object()
@@ -314,6 +328,11 @@ def _setattr(ts, obj, name, v):
     own = getattr(type(obj), "__setattr__", None)
     if type(own) is types.FunctionType:  # (your __setattr__: what it stores, in forward mode)
         return jvp_call(own, None, (ts[0], None, ts[2]), obj, name, v)
+    return _store(ts, obj, name, v, setattr)
+
+
+def _store(ts, obj, name, v, put):
+    """``obj.name = v`` past a ``__setattr__`` of yours, ``put`` storing a plain field."""
     prop = _class_attribute(obj, name)
     if isinstance(prop, property) and prop.fset is not None:
         jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
@@ -322,7 +341,7 @@ def _setattr(ts, obj, name, v):
     if write is not None:  # (``z.imag = v``: a write of elements, through a view)
         jvp_call(write, None, (ts[0], ts[2]), obj, v)
         return None, None
-    setattr(obj, name, v)
+    put(obj, name, v)
     if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
         current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
     return None, None
@@ -692,10 +711,7 @@ def _super(ts, *args):
 
 @frule(object.__setattr__)
 def _object_setattr(ts, obj, name, v):
-    object.__setattr__(obj, name, v)
-    if ts[0] is not None or ts[2] is not None or id(obj) in current().entries:
-        current().writable(obj, ts[0], f"'{type(obj).__name__}.{name} = ...'")[name] = ts[2]
-    return None, None
+    return _store(ts, obj, name, v, object.__setattr__)
 
 
 def _set_maker(make):

@@ -116,7 +116,7 @@ def _dispatch(f, df, dargs, dkw, args, kw):
     if isinstance(f, type) and issubclass(f, BaseException):  # its arguments: a message, mostly
         e = f(*args, **kw)
         if any(d is not None for d in (*dargs, *dkw.values())):
-            current().raised[id(e)] = (e, user_location())  # (a read of it is refused)
+            current().raised[id(e)] = (e, user_location(), args, dargs)  # (see tangent_objects)
         return e, None
     if isinstance(f, type) and fw._user_class(f):
         return _construct(f, dargs, dkw, args, kw)

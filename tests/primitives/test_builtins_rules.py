@@ -234,3 +234,13 @@ def test_a_gradient_through_an_arrays_base_is_refused_by_line_and_a_test_of_it_i
     with pytest.raises(NotImplementedError, match=r"test_builtins_rules\.py:\d+: a gradient reaches `\.base`"):
         bytegrad.grad(through_base)(x)
     assert check_grad(tests_base, x)[0] == pytest.approx(np.array([0.0, 8 * 1.2, 8 * -0.7]))
+
+
+@pytest.mark.regression
+def test_fields_of_yours_named_real_and_imag_are_fields():
+    # (the complex numbers' special case took them: gradient None for 3 x²)
+    def f(x):
+        o = _Fields(x)
+        o.real, o.imag = x * x, x
+        return o.real * o.imag
+    assert check_grad(f, 0.7) == pytest.approx((3 * 0.49,))

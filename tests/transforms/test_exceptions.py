@@ -329,16 +329,28 @@ def _from_a_callee(a):
         return e.args[0] * a
 
 
+_CARRIED = r"test_exceptions\.py:\d+: a derivative reaches a value read out of the exception " \
+           r"\w+ made at .*test_exceptions\.py:\d+"
+
+
 @pytest.mark.regression
 @pytest.mark.parametrize("f", [_payload, _field, _from_a_callee], ids=lambda f: f.__name__)
 def test_a_derivative_reaching_a_value_read_out_of_an_exception_is_refused_by_line(f):
-    # (no derivative goes through an exception: both modes gave a * a, silently, for 3 a²)
-    pattern = r"test_exceptions\.py:\d+: a derivative reaches a value read out of the exception " \
-              r"\w+ made at .*test_exceptions\.py:\d+"
-    with pytest.raises(NotImplementedError, match=pattern):
+    # (no gradient goes through an exception: both modes gave a * a, silently, for 3 a²)
+    with pytest.raises(NotImplementedError, match=_CARRIED):
         bytegrad.grad(f)(1.3)
-    with pytest.raises(NotImplementedError, match=pattern):
-        bytegrad.jvp(f, (1.3,), (1.0,))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_payload, _from_a_callee], ids=lambda f: f.__name__)
+def test_forward_mode_takes_an_exceptions_arguments_tangents(f):
+    y, dy = bytegrad.jvp(f, (1.3,), (1.0,))
+    assert dy == pytest.approx(3 * 1.3 ** 2)
+
+
+def test_forward_mode_refuses_a_field_your_exception_stored():
+    with pytest.raises(NotImplementedError, match=_CARRIED):
+        bytegrad.jvp(_field, (1.3,), (1.0,))
 
 
 def test_an_exceptions_values_read_where_no_derivative_reaches_them_are_fine():
@@ -356,3 +368,4 @@ def test_an_exceptions_values_read_where_no_derivative_reaches_them_are_fine():
     assert check_grad(constant, 1.3) == (2.0,)
     assert bytegrad.jvp(constant, (1.3,), (1.0,)) == (2.6, 2.0)
     assert check_grad(counted, 1.3) == (1.0,)
+    assert bytegrad.jvp(counted, (1.3,), (1.0,)) == (1.3, 1.0)

@@ -847,6 +847,93 @@ def test_property_setter_on_an_object_passed_in():
     check_stateful(property_setter, Temperature(20.0), 1.5)
 
 
+class Scaled:
+    """A data descriptor of yours, without ``__delete__``: what it stores is not its value."""
+
+    def __get__(self, obj, owner=None):
+        return obj._raw * 2.0
+
+    def __set__(self, obj, v):
+        obj._raw = v ** 2
+
+
+class Doubled:
+    """A descriptor with ``__get__`` alone, which caches its value in the instance."""
+
+    def __get__(self, obj, owner=None):
+        obj.__dict__["twice"] = v = obj.v * 2.0
+        return v
+
+
+class Gauge:
+    reading = Scaled()
+    twice = Doubled()
+
+
+def through_descriptors(x):
+    g = Gauge()
+    g.reading = x * 3.0  # (stores 9 x²)
+    return g.reading * x  # 18 x³
+
+
+def through_a_non_data_descriptor(x):
+    g = Gauge()
+    g.v = x
+    return g.twice * x
+
+
+class Counted:
+    """A data descriptor whose reads count."""
+
+    def __get__(self, obj, owner=None):
+        obj.reads += 1
+        return obj._c * 2.0
+
+    def __set__(self, obj, v):
+        obj._c = v
+
+
+class Base:
+    c = Counted()
+
+
+class Derived(Base):
+    reads = 0
+
+    @property
+    def c(self):
+        return super().c * 3.0
+
+    def __getattribute__(self, name):  # (Python reads through it)
+        return object.__getattribute__(self, name)
+
+
+def read_through_super_a_default_and_getattribute(x):
+    d = Derived()
+    d._c = x * x
+    return d.c + getattr(d, "c", None) * x + d.reads  # 6 x² + 6 x³ + 2
+
+
+@pytest.mark.regression
+def test_a_data_descriptor_read_through_super_a_default_and_your_getattribute():
+    # (read through getattr's default, its __get__ ran twice; through super() the gradient
+    # was None; past a __getattribute__ of yours the value itself was wrong)
+    check_stateful(read_through_super_a_default_and_getattribute, 0.7)
+    assert bytegrad.gradient(read_through_super_a_default_and_getattribute, 0.7)[0] == \
+        pytest.approx(12 * 0.7 + 18 * 0.49)
+
+
+@pytest.mark.regression
+def test_a_descriptor_of_yours_is_differentiated_through_its_get_and_set():
+    # (a restore deleted the attribute, which a descriptor without __delete__ refuses:
+    # AttributeError; reading it gave the gradient to a field named after it)
+    check_stateful(through_descriptors, 0.7)
+    assert bytegrad.gradient(through_descriptors, 0.7)[0] == pytest.approx(54 * 0.49)
+    # (one with __get__ alone is run as Python runs it: a gradient through it, refused; 1.4 for 2.8)
+    with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: a gradient reaches \.twice"):
+        bytegrad.gradient(through_a_non_data_descriptor, 0.7)
+
+
 class Logger:
     def __init__(self):
         self.history = []

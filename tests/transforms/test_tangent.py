@@ -638,3 +638,29 @@ def test_a_setattr_override_stores_its_own_values_tangent(cls):
         s.a = x
         return s.a * s.a
     check_jvp(f, 0.7)
+
+
+class _SetterAndOverride:
+    """A property with a setter, on a class whose ``__setattr__`` hands every store on."""
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, val):
+        self._v = val * 2.0
+
+
+@pytest.mark.regression
+def test_a_setattr_override_that_hands_on_still_runs_the_property_setter():
+    # (object.__setattr__'s forward rule stored a field v past the setter: jvp 1.0 for 2.8)
+    def f(x):
+        p = _SetterAndOverride()
+        p.v = x
+        p.v = p.v * x
+        return p.v
+    check_jvp(f, 0.7)
