@@ -221,9 +221,8 @@ def static_attribute(t, name):
     return next((k.__dict__[name] for k in t.__mro__ if name in k.__dict__), None)
 
 
-def python_descriptor(t, name, method):
-    """The descriptor of yours class ``t`` holds under ``name`` and its Python ``method``
-    (``"__get__"``, ``"__set__"``): ``(descriptor, function)``, or ``(None, None)``."""
-    d = static_attribute(t, name)
+def python_method(d, method):
+    """Descriptor ``d``'s ``method`` (``"__get__"``, ``"__set__"``) if it is Python code of
+    yours, else None."""
     f = getattr(type(d), method, None)
-    return (d, f) if type(f) is types.FunctionType else (None, None)
+    return f if type(f) is types.FunctionType else None

@@ -17,14 +17,14 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
-from ..runtime.errors import user_frame, user_location
+from ..runtime.errors import carried, user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
-from ..runtime.shadow import carried, current
+from ..runtime.shadow import current
 from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
     views
-from ._util import static_attribute
+from ._util import python_method, static_attribute
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
 
@@ -434,12 +434,15 @@ def _attribute(x, name, read):
     through = get is not None and name not in (fields or ())  # (before __get__ may store it there)
     y = read(x, name)
     if through and type(y) in _VALUES:
-        return y, _descriptor_back(desc, name, *user_location())  # (one that binds, as a method: below)
-    number = isinstance(x, (np.ndarray, np.number, complex, float, int))  # (not a field of yours)
-    if name == "real" and number:  # the gradient of a complex number is complex
+        file, line = user_location()  # (one that binds, as a method: below)
+        return y, _refusing(NotImplementedError(
+            f"{file}:{line}: a gradient reaches .{name}, read through {type(desc).__name__}.__get__, "
+            f"a descriptor of yours without __set__, whose gradient is not followed; give it a "
+            f"__set__ (a data descriptor is differentiated), or use a property"))
+    if name == "real" and isinstance(x, _NUMBERS):  # the gradient of a complex number is complex
         return y, lambda d: (None, np.asarray(d, x.dtype) if isinstance(x, np.ndarray)
                              else d + 0j if isinstance(x, complex) else d, None)
-    if name == "imag" and number:  # Im(x + iy) = y has gradient 0 + 1i
+    if name == "imag" and isinstance(x, _NUMBERS):  # Im(x + iy) = y has gradient 0 + 1i
         return y, lambda d: (None, 1j * d if np.iscomplexobj(x) else None, None)
     owner = getattr(y, "__self__", None)
     if owner is x or type(x) is super and owner is x.__self__:
@@ -448,7 +451,10 @@ def _attribute(x, name, read):
     if name == "__self__" and isinstance(x, _BOUND):  # (and so the other way)
         return y, lambda d: (None, d, None)
     if name == "base" and isinstance(x, np.ndarray) and is_differentiable(y):
-        return y, _base_back(*user_location())
+        file, line = user_location()
+        return y, _refusing(NotImplementedError(
+            f"{file}:{line}: a gradient reaches `.base` of an array, the array it shares memory "
+            f"with, whose gradient is not followed; use the array the view was made from"))
     if name == "__dict__" and y is fields:  # the fields' gradients are the object's
         current().own(fields, x)
         return y, lambda d: (None, d, None)
@@ -469,13 +475,18 @@ def _attribute(x, name, read):
 def _read_out_of_exception(e, name):
     """``e.name`` of an exception made of values with a gradient: the value, and a
     pullback that refuses a gradient that reaches it (none goes back through ``e``)."""
-    y, (e0, made_at), read_at = getattr(e, name), current().raised[id(e)], user_location()
+    y, (e0, made_at) = getattr(e, name), current().raised[id(e)]
     if e0 is not e or not is_differentiable(y):
         return y, nograd(2)
+    return y, _refusing(carried(e, made_at, user_location()))
 
+
+def _refusing(error):
+    """A pullback that raises ``error`` (made where the value was read, to name its line)
+    if a gradient reaches it: the value is one whose gradient is not followed."""
     def back(d):
-        raise carried(e, made_at, read_at)
-    return y, back
+        raise error
+    return back
 
 
 def _descriptor_of(x, name, prop, fields):
@@ -487,32 +498,12 @@ def _descriptor_of(x, name, prop, fields):
         return None, None
     if prop is None and (fields is None or name not in fields):
         prop = static_attribute(type(x), name) if type(x) is not super else None
-    get = getattr(type(prop), "__get__", None)
-    return (prop, get) if type(get) is types.FunctionType else (None, None)
+    get = python_method(prop, "__get__")
+    return (prop, get) if get is not None else (None, None)
 
 
 _VALUES = frozenset({float, complex, np.float64, np.ndarray})
-
-
-def _descriptor_back(desc, name, file, line):
-    """The pullback of a value read through a descriptor of yours with ``__get__`` alone,
-    run as Python runs it: no gradient goes back through it."""
-    def back(d):
-        raise NotImplementedError(
-            f"{file}:{line}: a gradient reaches .{name}, read through {type(desc).__name__}.__get__, "
-            f"a descriptor of yours without __set__, whose gradient is not followed; give it a "
-            f"__set__ (a data descriptor is differentiated), or use a property")
-    return back
-
-
-def _base_back(file, line):
-    """The pullback of ``a.base``, the array a view shares memory with: a value the
-    transform takes for a new one, which it is not (the view was made from it)."""
-    def back(d):
-        raise NotImplementedError(
-            f"{file}:{line}: a gradient reaches `.base` of an array, the array it shares memory "
-            f"with, whose gradient is not followed; use the array the view was made from")
-    return back
+_NUMBERS = (np.ndarray, np.number, complex, float, int)  # (a field of yours named real is a field)
 
 
 _BOUND = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)

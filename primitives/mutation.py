@@ -22,7 +22,7 @@ from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import changes_arguments, effectful, nograd, rule
 from ..runtime.shadow import current
 from ._named import by_name
-from ._util import python_descriptor, unbroadcast
+from ._util import python_method, static_attribute, unbroadcast
 from .containers import items_like
 
 _MISSING = object()
@@ -664,8 +664,9 @@ def _setattr(obj, name, v):
     if type(custom) is types.FunctionType:
         return forward(custom, obj, name, v)
     fields = getattr(obj, "__dict__", None)
-    desc, put = python_descriptor(t, name, "__set__") if type(fields) is not dict or name not in fields \
-        else (None, None)  # (a field already: no data descriptor of that name is looked for)
+    desc = static_attribute(t, name) if type(fields) is not dict or name not in fields \
+        else None  # (a field already: no data descriptor of that name is looked for)
+    put = python_method(desc, "__set__")
     if put is not None:  # (a descriptor of yours: what it stores)
         y, pb = forward(put, desc, obj, v)
         return y, Effect(lambda dy: (None, (d := pb(dy))[2], None, d[3]))

@@ -27,12 +27,11 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
-from ..runtime.errors import running_frame, user_location
+from ..runtime.errors import carried, running_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
-from ..runtime.shadow import carried
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, consume_rows, items, none_if_zero, seq
 from .containers import _BOUND, IndexIter, _class_attribute, sized

@@ -55,6 +55,16 @@ class NotScalarError(ValueError):
     pass
 
 
+def carried(e, made_at, read_at):
+    """The error for a derivative reaching a value read out of exception ``e``, made at
+    ``made_at`` of values that carry one: it was made plainly (its arguments are a
+    message, mostly), so no derivative goes back through it."""
+    return NotImplementedError(
+        f"{read_at[0]}:{read_at[1]}: a derivative reaches a value read out of the exception "
+        f"{type(e).__name__} made at {made_at[0]}:{made_at[1]} of values that carry one, and "
+        f"derivatives do not go through exceptions; return the value, or keep it in a variable")
+
+
 def user_frame():
     """The innermost frame outside bytegrad's runtime and rules: the user's code
     being differentiated (its transformed code keeps the user's file and globals)."""

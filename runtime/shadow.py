@@ -52,7 +52,7 @@ class Shadow:
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
         self.passed = {}  # id → (object, name): passed through stop_gradient or hook
-        self.raised = {}  # id → (exception, (file, line)): made of values with a gradient (`carried`)
+        self.raised = {}  # id → (exception, (file, line)): made of values with a gradient (`errors.carried`)
 
     def own(self, fields, obj):
         """``fields`` is ``obj.__dict__``: a change of either is a change of ``obj``."""
@@ -298,16 +298,6 @@ def _stack() -> list:
     except AttributeError:
         _local.stack = [Shadow()]
         return _local.stack
-
-
-def carried(e, made_at, read_at):
-    """The error for a derivative reaching a value read out of exception ``e``, made at
-    ``made_at`` of values that carry one: it was made plainly (its arguments are a
-    message, mostly), so no derivative goes back through it."""
-    return NotImplementedError(
-        f"{read_at[0]}:{read_at[1]}: a derivative reaches a value read out of the exception "
-        f"{type(e).__name__} made at {made_at[0]}:{made_at[1]} of values that carry one, and "
-        f"derivatives do not go through exceptions; return the value, or keep it in a variable")
 
 
 def current() -> Shadow:

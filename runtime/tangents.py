@@ -31,7 +31,7 @@ class TangentShadow:
         self.entries = {}  # id → (object, its tangent)
         self.cells = {}  # id of a cell → (cell, the tangent of its contents)
         self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)
-        self.raised = {}  # id → (exception, (file, line), its arguments, their tangents): see `shadow.carried`
+        self.raised = {}  # id → (exception, (file, line), its arguments, their tangents): see `errors.carried`
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self, x, dx, depth=_DEPTH):

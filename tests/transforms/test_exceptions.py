@@ -305,12 +305,18 @@ class _Carrying(Exception):
         self.v = v
 
 
-def _payload(a):
-    c = a * a
-    try:
-        raise ValueError(c)
-    except ValueError as e:
-        return e.args[0] * a
+def _caught(payload, use):
+    """``a ↦ use(e, a)`` of the ValueError made of ``payload(a)``, raised and caught."""
+    def f(a):
+        try:
+            raise ValueError(payload(a))
+        except ValueError as e:
+            return use(e, a)
+    f.__name__ = "_payload"
+    return f
+
+
+_payload = _caught(lambda a: a * a, lambda e, a: e.args[0] * a)
 
 
 def _field(a):
@@ -354,17 +360,12 @@ def test_forward_mode_refuses_a_field_your_exception_stored():
 
 
 def test_an_exceptions_values_read_where_no_derivative_reaches_them_are_fine():
-    def constant(a):
+    def constant(a):  # (a constant the raise itself holds: no derivative reaches the exception)
         try:
             raise ValueError(2.0)
         except ValueError as e:
             return e.args[0] * a
-
-    def counted(a):
-        try:
-            raise ValueError(a * a)
-        except ValueError as e:
-            return a * len(e.args)
+    counted = _caught(lambda a: a * a, lambda e, a: a * len(e.args))
     assert check_grad(constant, 1.3) == (2.0,)
     assert bytegrad.jvp(constant, (1.3,), (1.0,)) == (2.6, 2.0)
     assert check_grad(counted, 1.3) == (1.0,)
