@@ -275,8 +275,8 @@ def _getattr(ts, x, name, *default):
         t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
         sh.set_tangent(fields, t)
         return y, t
-    if dx is None:
-        return y, None
+    if dx is None:  # (what it holds may have been changed in place since: the shadow's)
+        return y, _read(y, None)
     owner = getattr(y, "__self__", None)
     if owner is x or type(x) is super and owner is x.__self__:
         return y, dx  # a bound method: its tangent is its object's

@@ -664,3 +664,27 @@ def test_a_setattr_override_that_hands_on_still_runs_the_property_setter():
         p.v = p.v * x
         return p.v
     check_jvp(f, 0.7)
+
+
+class _Holder:
+    def __init__(self, d, xs, a, inner):
+        self.d, self.xs, self.a, self.inner = d, xs, a, inner
+
+
+def _read_in_a_function(h):
+    return h.d["k"] * h.xs[0] + h.a[1] + h.inner.v
+
+
+@pytest.mark.regression
+def test_a_function_reading_what_an_object_holds_sees_the_changes_made_before_the_call():
+    # (the object's own tangent was None and the read took it, not the shadow's: jvp gave
+    # 2.1 for 4.2 with the dict alone)
+    def f(x):
+        h = _Holder({}, [], np.zeros(2), _Fielded())
+        h.d["k"] = x * 3
+        h.xs.append(x * x)
+        h.a[1] = np.sin(x)
+        h.inner.v = x ** 3
+        return _read_in_a_function(h) * x
+
+    check_jvp(f, 0.7)
