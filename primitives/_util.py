@@ -221,6 +221,19 @@ def static_attribute(t, name):
     return next((k.__dict__[name] for k in t.__mro__ if name in k.__dict__), None)
 
 
+def descriptor_method(obj, name, method):
+    """``(descriptor, its method)`` where ``obj.name`` is stored (``"__set__"``) or deleted
+    (``"__delete__"``) through a descriptor of yours (that method Python code), else
+    ``(None, None)``.  A name among ``obj``'s own fields is taken for a field (a data
+    descriptor of the same name is not looked for: a search of the classes per write)."""
+    fields = getattr(obj, "__dict__", None)
+    if type(fields) is dict and name in fields:
+        return None, None
+    desc = static_attribute(type(obj), name)
+    m = python_method(desc, method)
+    return (desc, m) if m is not None else (None, None)
+
+
 def python_method(d, method):
     """Descriptor ``d``'s ``method`` (``"__get__"``, ``"__set__"``) if it is Python code of
     yours, else None."""

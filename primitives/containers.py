@@ -17,7 +17,7 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
-from ..runtime.errors import carried, user_frame, user_location
+from ..runtime.errors import carried, read_through_get, user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, watch_kind, wrapping
@@ -423,7 +423,7 @@ def _attribute(x, name, read):
     fields = getattr(x, "__dict__", None)
     fields = fields if type(fields) is dict else None
     desc, get = _descriptor_of(x, name, prop, fields)
-    if get is not None and (hasattr(type(desc), "__set__") or hasattr(type(desc), "__delete__")):
+    if get is not None and is_data_descriptor(desc):
         obj = x.__self__ if type(x) is super else x  # (a data descriptor of yours: what it reads)
         y, pb = forward(get, desc, obj, type(obj))
         return y, wrapping(pb, lambda d: (None, pb(d)[2], None))
@@ -433,12 +433,8 @@ def _attribute(x, name, read):
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     through = get is not None and name not in (fields or ())  # (before __get__ may store it there)
     y = read(x, name)
-    if through and type(y) in _VALUES:
-        file, line = user_location()  # (one that binds, as a method: below)
-        return y, _refusing(NotImplementedError(
-            f"{file}:{line}: a gradient reaches .{name}, read through {type(desc).__name__}.__get__, "
-            f"a descriptor of yours without __set__, whose gradient is not followed; give it a "
-            f"__set__ (a data descriptor is differentiated), or use a property"))
+    if through and type(y) in _VALUES:  # (one that binds, as a method: below)
+        return y, _refusing(read_through_get(name, desc, user_location()))
     if name == "real" and isinstance(x, _NUMBERS):  # the gradient of a complex number is complex
         return y, lambda d: (None, np.asarray(d, x.dtype) if isinstance(x, np.ndarray)
                              else d + 0j if isinstance(x, complex) else d, None)
@@ -500,6 +496,10 @@ def _descriptor_of(x, name, prop, fields):
         prop = static_attribute(type(x), name) if type(x) is not super else None
     get = python_method(prop, "__get__")
     return (prop, get) if get is not None else (None, None)
+
+
+def is_data_descriptor(desc) -> bool:
+    return hasattr(type(desc), "__set__") or hasattr(type(desc), "__delete__")
 
 
 _VALUES = frozenset({float, complex, np.float64, np.ndarray})

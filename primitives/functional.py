@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 import operator
 
@@ -53,6 +54,7 @@ from ..runtime.algebra import accum, unwrap
 from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
 from ..runtime.frules import frule
+from ..runtime.jvp import jvp_call
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
@@ -141,6 +143,12 @@ def as_python(f, keywords=(), note=None, check=None):
             return forward(py, *args, **kw)
         r.__name__, r.__doc__ = py.__name__, py.__doc__
         rule(f, keywords=keywords, note=note)(r)
+        if not inspect.isgeneratorfunction(py):  # (forward mode runs the same code)
+            def fr(ts, *args, **kw):
+                if check is not None:
+                    check(*args, **kw)
+                return jvp_call(py, None, ts, *args, **kw)
+            frule(f)(fr)
         return py
     return register
 

@@ -22,7 +22,7 @@ from ..runtime.mutation import Effect, overwrite, rewrite, watch_kind
 from ..runtime.rules import changes_arguments, effectful, nograd, rule
 from ..runtime.shadow import current
 from ._named import by_name
-from ._util import python_method, static_attribute, unbroadcast
+from ._util import descriptor_method, unbroadcast
 from .containers import items_like
 
 _MISSING = object()
@@ -621,7 +621,20 @@ def _fields(obj):
 
 @rule(object.__setattr__)
 def _store_attr(obj, name, v):
-    """``obj.name = v``, bypassing a class's own ``__setattr__`` (as frozen dataclasses do)."""
+    """``obj.name = v``, bypassing a class's own ``__setattr__`` (as frozen dataclasses do):
+    through a property's setter or a descriptor's ``__set__`` of yours, differentiated."""
+    prop = getattr(type(obj), name, None)
+    if isinstance(prop, property) and prop.fset is not None:
+        y, pb = forward(prop.fset, obj, v)
+        return y, Effect(lambda dy: (None, (d := pb(dy))[1], None, d[2]))
+    desc, put = descriptor_method(obj, name, "__set__")
+    if put is not None:  # (what it stores)
+        y, pb = forward(put, desc, obj, v)
+        return y, Effect(lambda dy: (None, (d := pb(dy))[2], None, d[3]))
+    return _store_field(obj, name, v)
+
+
+def _store_field(obj, name, v):
     sh = current()
     fields = _fields(obj)
     old = fields.get(name, _MISSING) if fields is not None else getattr(obj, name, _MISSING)
@@ -652,24 +665,9 @@ def _setattr(obj, name, v):
     t = type(obj)
     if isinstance(obj, type):  # a class attribute: configuration, not a differentiable field
         return run_plain(setattr, (obj, name, v), {})
-    prop = getattr(t, name, None)
-    if isinstance(prop, property) and prop.fset is not None:
-        y, pb = forward(prop.fset, obj, v)
-
-        def back(dy):
-            d = pb(dy)
-            return None, d[1], None, d[2]
-        return y, Effect(back)
     custom = t.__setattr__
-    if type(custom) is types.FunctionType:
+    if type(custom) is types.FunctionType:  # (yours, before any property: it decides)
         return forward(custom, obj, name, v)
-    fields = getattr(obj, "__dict__", None)
-    desc = static_attribute(t, name) if type(fields) is not dict or name not in fields \
-        else None  # (a field already: no data descriptor of that name is looked for)
-    put = python_method(desc, "__set__")
-    if put is not None:  # (a descriptor of yours: what it stores)
-        y, pb = forward(put, desc, obj, v)
-        return y, Effect(lambda dy: (None, (d := pb(dy))[2], None, d[3]))
     if isinstance(obj, np.ndarray):
         return _array_attribute(obj, name, v)
     return _store_attr(obj, name, v)
@@ -717,6 +715,10 @@ _ARRAY_WRITES = {"real": _write_real, "imag": _write_imag, "flat": _write_flat}
 
 @rule(delattr)
 def _delattr(obj, name):
+    desc, delete = descriptor_method(obj, name, "__delete__")
+    if delete is not None:  # (what it deletes)
+        y, pb = forward(delete, desc, obj)
+        return y, Effect(lambda dy: (None, pb(dy)[2], None))
     sh = current()
     old = getattr(obj, name)
     order = list(getattr(obj, "__dict__", ()))

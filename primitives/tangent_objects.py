@@ -27,14 +27,15 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
-from ..runtime.errors import carried, running_frame, user_location
+from ..runtime.errors import carried, read_through_get, running_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current
 from ._tangent import consume, consume_rows, items, none_if_zero, seq
-from .containers import _BOUND, IndexIter, _class_attribute, sized
+from ._util import descriptor_method
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, sized
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -248,9 +249,11 @@ def _dict(ts, *args, **kw):
 
 @frule(getattr)
 def _getattr(ts, x, name, *default):
-    if default:  # the default when x lacks the attribute (read once), else as without one
-        y = getattr(x, name, _MISSING)
-        return (default[0], ts[2]) if y is _MISSING else _getattr(ts[:2], x, name)
+    if default:  # the default when the read raises AttributeError, as Python's (read once)
+        try:
+            return _getattr(ts[:2], x, name)
+        except AttributeError:
+            return default[0], ts[2]
     dx = ts[0]
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
@@ -266,10 +269,17 @@ def _getattr(ts, x, name, *default):
                 current().writable(x, dx, f"cached property {name!r}")[name] = dy
             return y, dy
     fields = getattr(x, "__dict__", None)
+    desc, get = _descriptor_of(x, name, prop, fields if type(fields) is dict else None)
+    obj = x.__self__ if type(x) is super else x
+    if get is not None and is_data_descriptor(desc):  # (yours: what its __get__ reads)
+        return jvp_call(get, None, (None, dx, None), desc, obj, type(obj))
     if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
+    through = get is not None and name not in (fields if type(fields) is dict else ())  # (before __get__ stores it)
     y = getattr(x, name)  # (no default here: see above)
+    if through and type(y) in _VALUES and (dx is not None or id(obj) in current().entries):
+        raise read_through_get(name, desc, user_location())  # (as reverse mode: see `_attribute`)
     if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
         sh = current()
         t = sh.writable(x, dx, f"'{type(x).__name__}.__dict__'")
@@ -304,10 +314,7 @@ def _holds_values(y) -> bool:
     """Whether ``y`` is a number or an array, or a tuple or list holding one."""
     if type(y) in (tuple, list):
         return any(map(_holds_values, y))
-    return type(y) in (float, complex, np.float64, np.ndarray)
-
-
-_MISSING = object()
+    return type(y) in _VALUES
 
 
 def _attribute(x, dx, name):
@@ -336,6 +343,10 @@ def _store(ts, obj, name, v, put):
     if isinstance(prop, property) and prop.fset is not None:
         jvp_call(prop.fset, None, (ts[0], ts[2]), obj, v)
         return None, None
+    desc, put_ = descriptor_method(obj, name, "__set__")
+    if put_ is not None:  # (yours: what it stores)
+        jvp_call(put_, None, (None, ts[0], ts[2]), desc, obj, v)
+        return None, None
     write = array_writer(obj, name, v) if isinstance(obj, np.ndarray) else None
     if write is not None:  # (``z.imag = v``: a write of elements, through a view)
         jvp_call(write, None, (ts[0], ts[2]), obj, v)
@@ -348,6 +359,10 @@ def _store(ts, obj, name, v, put):
 
 @frule(delattr)
 def _delattr(ts, obj, name):
+    desc, delete = descriptor_method(obj, name, "__delete__")
+    if delete is not None:  # (yours: what it deletes)
+        jvp_call(delete, None, (None, ts[0]), desc, obj)
+        return None, None
     delattr(obj, name)
     if ts[0] is not None or id(obj) in current().entries:
         current().writable(obj, ts[0], f"'del {type(obj).__name__}.{name}'").pop(name, None)

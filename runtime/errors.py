@@ -65,6 +65,17 @@ def carried(e, made_at, read_at):
         f"derivatives do not go through exceptions; return the value, or keep it in a variable")
 
 
+def read_through_get(name, desc, read_at):
+    """The error for a derivative reaching ``.name`` read through ``desc.__get__``, a
+    descriptor of the user's without ``__set__``: Python runs it only where the object
+    has no field ``name`` (a cache it fills, a method it binds), so it is run as Python
+    runs it and no derivative is followed through it."""
+    return NotImplementedError(
+        f"{read_at[0]}:{read_at[1]}: a derivative reaches .{name}, read through "
+        f"{type(desc).__name__}.__get__, a descriptor of yours without __set__, whose derivative "
+        f"is not followed; give it a __set__ (a data descriptor is differentiated), or use a property")
+
+
 def user_frame():
     """The innermost frame outside bytegrad's runtime and rules: the user's code
     being differentiated (its transformed code keeps the user's file and globals)."""

@@ -55,11 +55,10 @@ class NestingError(NotImplementedError):
     """A construct nested differentiation does not reach yet, named with the user's line."""
 
 
-def _refuse(what):
+def _refuse(what, fix="differentiate it at first order, or give it a rule"):
     file, line = user_location()
     raise NestingError(f"{file}:{line}: nested differentiation (a gradient of a gradient, or a "
-                       f"jvp of one) does not reach {what} yet; differentiate it at first order, "
-                       f"or give it a rule")
+                       f"jvp of one) does not reach {what} yet; {fix}")
 
 
 # -- running a function's tangent code as an ordinary function ------------------------
@@ -125,7 +124,8 @@ def refuse_changes(sh, f, before=0):
     tangent kept in the shadow."""
     if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
         _refuse(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
-                f"differentiated to second order; build a new value instead")
+                f"differentiated to second order", "build a new value instead (xs = xs + [v], "
+                f"a = np.where(...)), or differentiate it at first order")
 
 
 def _changed(entries) -> bool:

@@ -1,4 +1,4 @@
-"""Shared checks: gradients against central finite differences."""
+"""Shared checks: gradients and tangents against central finite differences."""
 from __future__ import annotations
 
 import collections
@@ -8,6 +8,7 @@ import functools
 import types
 
 import numpy as np
+import pytest
 
 import bytegrad
 
@@ -300,3 +301,32 @@ def readme_blocks(section):
     start = readme.index(f"\n## {section}\n")
     end = readme.find("\n## ", start + 1)
     return re.findall(r"```python\n(.*?)```", readme[start:end if end > 0 else None], re.S)
+
+
+def fd_directional(f, args, vs, h=1e-6):
+    """``(f(args + h v) - f(args - h v)) / 2h`` (arguments copied: ``f`` may change them)."""
+    def at(s):
+        return f(*[copy.deepcopy(a) if v is None else a + s * h * v for a, v in zip(args, vs)])
+    return (np.asarray(at(1)) - np.asarray(at(-1))) / (2 * h)
+
+
+def check_jvp(f, *args, rtol=1e-5, atol=1e-7, seed=0):
+    """``jvp(f)`` along random directions against finite differences, and against the
+    reverse-mode gradient for a scalar ``f``; the arguments stay as the plain call
+    leaves them."""
+    rng = np.random.default_rng(seed)
+    vs = [None if isinstance(a, int) else rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray)
+          else float(rng.standard_normal()) for a in args]
+    plain = copy.deepcopy(args)
+    y0 = f(*plain)
+    mine = copy.deepcopy(args)
+    y, dy = bytegrad.jvp(f, mine, vs)
+    np.testing.assert_allclose(y, y0, rtol=1e-12)
+    for a, b in zip(mine, plain):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(dy, fd_directional(f, args, vs), rtol=rtol, atol=atol)
+    if np.ndim(y) == 0 and isinstance(y, (float, np.floating)):
+        g = bytegrad.gradient(f, *copy.deepcopy(args))
+        back = sum(float(np.sum(gi * vi)) for gi, vi in zip(g, vs) if gi is not None and vi is not None)
+        assert dy == pytest.approx(back, rel=1e-9, abs=1e-12)
+    return dy

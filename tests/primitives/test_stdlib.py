@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad, check_stateful, fd_gradient
+from checks import check_grad, check_jvp, check_stateful, fd_gradient
 
 XS = np.array([0.7, -1.3, 2.1, 0.4])
 
@@ -100,6 +100,25 @@ def test_heapq_and_insort_change_lists():
     check_grad(_heap, XS)
     check_stateful(_heapify_arg, L(XS))
     check_stateful(_insort, sorted(L(XS), key=abs))
+
+
+def _reduce_appending(x):
+    def step(acc, v):
+        acc.append(v * v)
+        return acc
+    return sum(functools.reduce(step, [x, 2 * x], [])) * x
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, x", [(_heap, XS), (lambda xs: _heapify_arg(L(xs)), XS),
+                                  (lambda xs: _insort(sorted(L(xs), key=abs)), XS),
+                                  (_reduce_appending, 0.7),
+                                  (lambda xs: functools.reduce(lambda a, b: a * b + 1.0, L(xs), 0.5), XS)],
+                         ids=["heapq", "heapify", "insort", "reduce changing its accumulator", "reduce"])
+def test_forward_mode_runs_the_same_python(f, x):
+    # (forward rules derived from the reverse ones: refused for changing their arguments,
+    # and reduce with a step that appends crashed with IndexError)
+    check_jvp(f, x)
 
 
 def _collections(x, y):

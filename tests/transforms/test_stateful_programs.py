@@ -930,8 +930,80 @@ def test_a_descriptor_of_yours_is_differentiated_through_its_get_and_set():
     check_stateful(through_descriptors, 0.7)
     assert bytegrad.gradient(through_descriptors, 0.7)[0] == pytest.approx(54 * 0.49)
     # (one with __get__ alone is run as Python runs it: a gradient through it, refused; 1.4 for 2.8)
-    with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: a gradient reaches \.twice"):
+    with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: a derivative reaches \.twice"):
         bytegrad.gradient(through_a_non_data_descriptor, 0.7)
+
+
+class Kept:
+    """A data descriptor of yours storing into the instance under another name."""
+
+    def __get__(self, obj, owner=None):
+        return obj.__dict__["_k"] * 3.0
+
+    def __set__(self, obj, v):
+        obj.__dict__["_k"] = v * v
+
+
+class Reset:
+    """A descriptor with ``__get__`` and ``__delete__``, no ``__set__``: a data descriptor."""
+
+    def __get__(self, obj, owner=None):
+        return obj.__dict__.get("_z", 1.0) * 3.0
+
+    def __delete__(self, obj):
+        del obj.__dict__["_z"]
+
+
+class Doubling:
+    k = Kept()
+    z = Reset()
+
+    def __setattr__(self, name, v):
+        object.__setattr__(self, name, v * 2.0)
+
+
+class Temperatures:
+    @property
+    def kelvin(self):
+        return self._c * 2.0
+
+    @kelvin.setter
+    def kelvin(self, v):
+        self._c = v * v
+
+
+def through_setattr_and_descriptor(x):
+    d = Doubling()
+    d.k = x * x          # (__setattr__ doubles it, __set__ squares it: 4 x⁴)
+    return d.k * x       # 12 x⁵
+
+
+def deleted_through_a_descriptor(x):
+    d = Doubling()
+    d.__dict__["_z"] = x
+    r = d.z              # 3 x
+    del d.z              # (its __delete__)
+    return r * d.z       # 9 x
+
+
+def stored_by_object_setattr(x):
+    t = Temperatures()
+    object.__setattr__(t, "kelvin", x * 3.0)  # (through the property's setter: 9 x²)
+    return t.kelvin * x                      # 18 x³
+
+
+DESCRIBED = {through_setattr_and_descriptor: lambda x: 60 * x ** 4,
+             deleted_through_a_descriptor: lambda x: 9.0,
+             stored_by_object_setattr: lambda x: 54 * x ** 2}
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", DESCRIBED, ids=lambda f: f.__name__)
+def test_stores_and_deletes_through_setters_and_descriptors_of_yours(f):
+    # (each restore ran the store or delete backwards as a plain field's: AttributeError
+    # __delete__, __set__, or "property has no deleter")
+    check_stateful(f, 0.7)
+    assert bytegrad.gradient(f, 0.7)[0] == pytest.approx(DESCRIBED[f](0.7))
 
 
 class Logger:

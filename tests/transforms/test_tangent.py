@@ -17,36 +17,9 @@ from hypothesis import strategies as st
 
 import bytegrad
 from bytegrad.ir import ops
+import test_stateful_programs
+from checks import check_jvp, fd_directional
 from test_random_programs import draw_program
-
-
-def fd_directional(f, args, vs, h=1e-6):
-    """``(f(args + h v) - f(args - h v)) / 2h`` (arguments copied: ``f`` may change them)."""
-    def at(s):
-        return f(*[copy.deepcopy(a) if v is None else a + s * h * v for a, v in zip(args, vs)])
-    return (np.asarray(at(1)) - np.asarray(at(-1))) / (2 * h)
-
-
-def check_jvp(f, *args, rtol=1e-5, atol=1e-7, seed=0):
-    """``jvp(f)`` along random directions against finite differences, and against the
-    reverse-mode gradient for a scalar ``f``; the arguments stay as the plain call
-    leaves them."""
-    rng = np.random.default_rng(seed)
-    vs = [None if isinstance(a, int) else rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray)
-          else float(rng.standard_normal()) for a in args]
-    plain = copy.deepcopy(args)
-    y0 = f(*plain)
-    mine = copy.deepcopy(args)
-    y, dy = bytegrad.jvp(f, mine, vs)
-    np.testing.assert_allclose(y, y0, rtol=1e-12)
-    for a, b in zip(mine, plain):
-        np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(dy, fd_directional(f, args, vs), rtol=rtol, atol=atol)
-    if np.ndim(y) == 0 and isinstance(y, (float, np.floating)):
-        g = bytegrad.gradient(f, *copy.deepcopy(args))
-        back = sum(float(np.sum(gi * vi)) for gi, vi in zip(g, vs) if gi is not None and vi is not None)
-        assert dy == pytest.approx(back, rel=1e-9, abs=1e-12)
-    return dy
 
 
 # -- the IR --------------------------------------------------------------------------
@@ -688,3 +661,18 @@ def test_a_function_reading_what_an_object_holds_sees_the_changes_made_before_th
         return _read_in_a_function(h) * x
 
     check_jvp(f, 0.7)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [test_stateful_programs.through_descriptors,
+                               test_stateful_programs.read_through_super_a_default_and_getattribute,
+                               *test_stateful_programs.DESCRIBED], ids=lambda f: f.__name__)
+def test_reads_stores_and_deletes_through_descriptors_of_yours(f):
+    # (forward mode read and stored the field plainly: jvp 1.68 for 2.94 through a data
+    # descriptor's __get__, 3.0 for 25.2 through its __set__, 0.0 for 9.0 past __delete__)
+    check_jvp(f, 0.7)
+
+
+def test_a_derivative_through_a_descriptor_with_get_alone_is_refused_by_line():
+    with pytest.raises(NotImplementedError, match=r"test_stateful_programs\.py:\d+: a derivative reaches \.twice"):
+        bytegrad.jvp(test_stateful_programs.through_a_non_data_descriptor, (0.7,), (1.0,))
