@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ._frozen import np
 
+from ..runtime.generators import TangentGenerator
+from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
-from .containers import IndexIter
+from .containers import IndexIter, python_iterable
 
 
 def plus(a, b):
@@ -56,11 +58,34 @@ def seq(d, x):
     return items(d, len(x))
 
 
+def python_iterated(xs, d):
+    """``(iterator, its tangent)`` for ``xs`` whose iteration is Python code of yours
+    (`containers.python_iterable`): its ``__iter__`` run in forward mode, or its items read
+    by ``__getitem__`` from 0 until IndexError, taken at once."""
+    method = getattr(type(xs), "__iter__", None)
+    if method is not None:
+        return jvp_call(method, None, (d,), xs)
+    v, dv = jvp_call(_items_by_index, None, (d,), xs)
+    return IndexIter(v), dv
+
+
+def _items_by_index(xs):
+    out, i = [], 0
+    while True:
+        try:
+            out.append(xs[i])
+        except IndexError:
+            return out
+        i += 1
+
+
 def consume(xs, d):
     """``(items, tangents)``: the items an iteration of ``xs`` yields (an iterator is
     consumed) and their tangents read from ``d``, the tangent of ``xs`` (None when all are
     zero; a dict's keys and a set's items have none)."""
-    at = xs.i if type(xs) is IndexIter else 0
+    if python_iterable(xs):
+        xs, d = python_iterated(xs, d)
+    at = xs.i if type(xs) is IndexIter or type(xs) is TangentGenerator else 0
     v = list(xs)
     return v, _taken(xs, d, at, len(v))
 
@@ -69,17 +94,44 @@ def consume_rows(xss, ts, strict=False):
     """``(rows, tangents)``: the rows of ``zip(*xss, strict=strict)``, taken as Python's
     zip takes them (up to the shortest: an endless iterator is fine), and for each of
     ``xss`` the tangents of the items it gave (None when all are zero)."""
-    at = [xs.i if type(xs) is IndexIter else 0 for xs in xss]
+    its = [xs for xs in xss if type(xs) is IndexIter or type(xs) is TangentGenerator]
+    if len({id(it) for it in its}) < len(its):  # (zip(g, g): one iterator, items in turn)
+        return _rows_in_turn(xss, ts)
+    at = [xs.i if type(xs) is IndexIter or type(xs) is TangentGenerator else 0 for xs in xss]
     rows = list(zip(*xss, strict=strict))
     return rows, [_taken(xs, d, i, len(rows)) for xs, d, i in zip(xss, ts, at)]
+
+
+def _rows_in_turn(xss, ts):
+    """`consume_rows` where an iterator is given more than once: taken an item at a time."""
+    its = [(xs, d) if type(xs) is IndexIter or type(xs) is TangentGenerator else
+           (IndexIter(xs), d) if isinstance(xs, (list, tuple, np.ndarray)) else (iter(xs), None)
+           for xs, d in zip(xss, ts)]
+    rows, cols = [], [[] for _ in its]
+    while True:
+        row = []
+        for (it, d), col in zip(its, cols):
+            i = getattr(it, "i", 0)
+            try:
+                row.append(next(it))
+            except StopIteration:
+                return rows, [None if all(t is None for t in c) else c for c in cols]
+            col.append(it.tangents[-1] if type(it) is TangentGenerator else
+                       None if d is None else current().refresh(it.xs, d)[i] if type(it) is IndexIter else None)
+        rows.append(tuple(row))
 
 
 def _taken(xs, d, at, n):
     """The tangents of the ``n`` items of ``xs`` taken from position ``at``, read from
     its tangent ``d`` (a dict's keys and a set's items have none)."""
-    if d is None or isinstance(xs, (dict, set, frozenset, str)):
+    if type(xs) is TangentGenerator:  # (what the items taken left there)
+        ds = xs.tangents[at:at + n]
+        return None if all(d is None for d in ds) else ds
+    if isinstance(xs, (dict, set, frozenset, str)):
         return None
     d = current().refresh(xs.xs if type(xs) is IndexIter else xs, d)
+    if d is None:
+        return None
     return [d[at + i] for i in range(n)]
 
 

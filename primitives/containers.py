@@ -19,7 +19,7 @@ from ..ir import ops
 from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
 from ..runtime.errors import carried, read_through_get, user_frame, user_location
 from ..runtime.forward import forward, run_plain
-from ..runtime.generators import Generator
+from ..runtime.generators import Generator, TangentGenerator
 from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
@@ -203,7 +203,8 @@ def python_iterable(x) -> bool:
     """Whether ``x`` is an object of a class whose iteration is Python code: an
     ``__iter__``, or a ``__getitem__`` Python's iteration falls back on."""
     t = type(x)
-    if t.__module__ == "builtins" or t is IndexIter or t is Generator or not is_differentiable(x):
+    if t.__module__ == "builtins" or t is IndexIter or t is Generator or t is TangentGenerator or \
+            not is_differentiable(x):
         return False
     method = getattr(t, "__iter__", None)
     if method is None:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import inspect
 import math
 import operator
 
@@ -53,8 +52,8 @@ from ..ir import ops
 from ..runtime.algebra import accum, unwrap
 from ..runtime.errors import NoRuleError
 from ..runtime.forward import forward
-from ..runtime.frules import frule
-from ..runtime.jvp import jvp_call
+from ..runtime.frules import frule, frule_for
+from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
@@ -143,11 +142,14 @@ def as_python(f, keywords=(), note=None, check=None):
             return forward(py, *args, **kw)
         r.__name__, r.__doc__ = py.__name__, py.__doc__
         rule(f, keywords=keywords, note=note)(r)
-        if not inspect.isgeneratorfunction(py):  # (forward mode runs the same code)
+        if frule_for(f) is None:  # (forward mode runs the same code, unless written for it)
             def fr(ts, *args, **kw):
                 if check is not None:
                     check(*args, **kw)
+                if len(ts) > len(args):  # (with keywords, theirs come last: `keyword_tangents`)
+                    return jvp_call_kw(py, None, ts[:-1], ts[-1], *args, **kw)
                 return jvp_call(py, None, ts, *args, **kw)
+            fr.keyword_tangents = True
             frule(f)(fr)
         return py
     return register

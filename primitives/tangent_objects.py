@@ -29,13 +29,15 @@ from ..ir import ops
 from ..runtime.algebra import is_differentiable
 from ..runtime.errors import carried, read_through_get, running_frame, user_location
 from ..runtime.frules import frule
+from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
-from ..runtime.tangents import ForwardModeError, current
-from ._tangent import consume, consume_rows, items, none_if_zero, seq
+from ..runtime.tangents import ForwardModeError, current, now
+from ._tangent import consume, consume_rows, items, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, sized
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, \
+    python_iterable, sized
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -100,14 +102,14 @@ def _read(y, dy):
 def _getitem(ts, x, k):
     t = type(x)
     if t is np.ndarray:  # (the usual case, first)
-        y, d = x[k], ts[0]
+        y, d = x[k], now(x, ts[0])
         return y, None if d is None else _read(y, d[k])
     m = getattr(t, "__getitem__", None)
     if type(m) is types.FunctionType:  # (also of a subclass of dict or list)
         return jvp_call(m, None, ts, x, k)
-    if t is np.ndarray or t is list or t is tuple or t is dict or isinstance(x, (tuple, dict)):
+    if t is list or t is tuple or t is dict or isinstance(x, (tuple, dict, list)):
         y = x[k]
-        return y, _read(y, _item(x, ts[0], k))
+        return y, _read(y, _item(x, now(x, ts[0]), k))
     return x[k], None
 
 
@@ -116,11 +118,13 @@ _getitem.dual = True  # (an array's element: ``x[k]``, ``dx[k]``; a fresh value 
 
 @frule(ops.unpack)
 def _unpack(ts, xs, n):
-    if type(xs) is IndexIter:  # (a, b = map(...))
+    if type(xs) is IndexIter or type(xs) is TangentGenerator:  # (a, b = map(...))
         v, d = consume(xs, ts[0])
         return ops.unpack(v, n), None if d is None else tuple(d)
+    d = now(xs, ts[0])
+    if python_iterable(xs):
+        xs, d = consume(xs, d)
     y = ops.unpack(xs, n)
-    d = ts[0]
     if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
         return y, None
     return y, tuple([d[i] for i in range(n)])  # (a list: nested forward mode lifts this)
@@ -141,11 +145,41 @@ def _unpack_ex(ts, xs, before, after):
 
 @frule(iter)
 def _iter(ts, xs, *sentinel):
-    if not sentinel and ts[0] is not None and type(xs) in (list, tuple, np.ndarray):
-        return IndexIter(xs), ts[0]
-    if type(xs) is IndexIter:  # (map's, filter's: the iterator itself, its tangent too)
+    d = now(xs, ts[0])
+    if not sentinel and d is not None and type(xs) in (list, tuple, np.ndarray):
+        return IndexIter(xs), d
+    if type(xs) is IndexIter or type(xs) is TangentGenerator:  # (the iterator itself, its tangent too)
         return xs, ts[0]
+    if not sentinel and python_iterable(xs):
+        return python_iterated(xs, d)
     return iter(xs, *sentinel), None
+
+
+@frule(ops.send)
+def _send(ts, it, value):
+    """One step of ``yield from it``: the item and its tangent, or the value returned."""
+    if type(it) is TangentGenerator:
+        try:
+            y = it.send(value, ts[1])
+        except StopIteration as e:
+            return (e.value, False), (it.returned, None)
+        return (y, True), (it.tangents[-1], None)
+    if ts[1] is not None:
+        raise _unsupported("a value that carries a tangent sent into an iterator")
+    d = current().refresh(it.xs, ts[0]) if type(it) is IndexIter else None
+    i = getattr(it, "i", 0)
+    y, more = ops.send(it, value)
+    return (y, more), None if d is None or not more else (d[i], None)
+
+
+@frule(TangentGenerator.__next__)
+def _generator_next(ts, g):
+    return _next(ts, g)
+
+
+@frule(TangentGenerator.send)
+def _generator_send(ts, g, value):
+    return g.send(value, ts[1]), g.tangents[-1]
 
 
 @frule(IndexIter)
@@ -155,6 +189,9 @@ def _index_iter(ts, xs):  # (as ``iter``'s, for a level lifting `_iter`)
 
 @frule(ops.iterate)
 def _iterate(ts, xs, state):
+    if type(state) is TangentGenerator:
+        r = ops.iterate(xs, state)
+        return r, None if r is None else (state.tangents[-1], state)
     if type(state) is not IndexIter:
         return ops.iterate(xs, state), None
     i = state.i
@@ -167,6 +204,10 @@ def _iterate(ts, xs, state):
 
 @frule(next)
 def _next(ts, it, *default):
+    if type(it) is TangentGenerator:
+        n = it.i
+        y = next(it, *default)
+        return y, it.tangents[-1] if it.i > n else ts[1]
     d = current().refresh(it.xs, ts[0]) if type(it) is IndexIter else None
     if d is not None and it.i < len(it.xs):
         i = it.i
@@ -254,7 +295,7 @@ def _getattr(ts, x, name, *default):
             return _getattr(ts[:2], x, name)
         except AttributeError:
             return default[0], ts[2]
-    dx = ts[0]
+    dx = now(x, ts[0])
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
     prop = _class_attribute(x, name)
@@ -418,12 +459,20 @@ def _setitem(ts, x, k, v):
     if d is None:  # (an integer array)
         return None, None
     if t is np.ndarray:
-        d[k] = 0.0 if dv is None else dv
+        d[k] = _zeros_for_none(dv)
     elif t is list and type(k) is slice:
         d[k] = seq(dv, v)
     else:
         d[k] = dv
     return None, None
+
+
+def _zeros_for_none(dv):
+    """The tangent of values written into an array: a list or tuple of them (``a[:2] =
+    (x, 5.0)``) with 0 for the items that have none (NumPy would write None as NaN)."""
+    if type(dv) is list or type(dv) is tuple:
+        return [_zeros_for_none(d) for d in dv]
+    return 0.0 if dv is None else dv
 
 
 @frule(operator.delitem)
@@ -674,7 +723,7 @@ def _sorted(ts, xs, *, key=None, reverse=False):
     return [v[i] for i in order], None if d is None else [d[i] for i in order]
 
 
-@frule(map)
+@frule(map, override=True)  # (over as_python's, written for forward mode)
 def _map(ts, f, *xss):
     rows, ds = consume_rows(xss, ts[1:])
     cols = [d or [None] * len(rows) for d in ds]
@@ -702,7 +751,7 @@ class _Repeated:
         return self.value
 
 
-@frule(itertools.repeat)
+@frule(itertools.repeat, override=True)  # (over as_python's, written for forward mode)
 def _repeat(ts, obj, *times):
     if ts[0] is None:
         return itertools.repeat(obj, *times), None
@@ -710,7 +759,7 @@ def _repeat(ts, obj, *times):
     return IndexIter(_Repeated(obj, n)), _Repeated(ts[0], n)
 
 
-@frule(filter)
+@frule(filter, override=True)  # (over as_python's, written for forward mode)
 def _filter(ts, f, xs):
     v, d = consume(xs, ts[1])
     d = d or [None] * len(v)

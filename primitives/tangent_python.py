@@ -25,8 +25,9 @@ import types
 
 from ._frozen import math, np
 
-from ..runtime.frules import FRULES, frule
+from ..runtime.frules import FRULES, derived, frule
 from ..runtime.jvp import jvp_call
+from ..runtime.rules import RULES
 from ..runtime.tangents import current
 from ._tangent import consume, fit, items, minus, none_if_zero, plus, seq, times
 from .math import _UNARY
@@ -162,6 +163,9 @@ def _in_place(iop, op):
             if type(m) is types.FunctionType:
                 return jvp_call(m, None, ts, a, b)
             return out_of_place(ts, a, b)
+        if ta is list and iop is operator.iadd:  # (xs += any iterable: xs.extend)
+            jvp_call(list.extend, None, ts, a, b)
+            return a, current().refresh(a, None)
         _, dy = out_of_place(ts, a, b)
         y = iop(a, b)
         sh = current()
@@ -173,6 +177,16 @@ def _in_place(iop, op):
         return y, sh.refresh(a, None)
     fr.dual = True  # (a number's: the operator's)
     return fr
+
+
+@frule(operator.ior)
+def _ior(ts, a, b):
+    """``d |= e`` on a dict is ``d.update(e)``; other operands as the reverse rule says
+    (a set of differentiable items, refused; ints, no tangent)."""
+    if isinstance(a, dict) and type(getattr(type(a), "__ior__")) is not types.FunctionType:
+        jvp_call(dict.update, None, ts, a, b)
+        return a, current().refresh(a, None)
+    return derived(operator.ior, RULES[operator.ior])(ts, a, b)
 
 
 _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",

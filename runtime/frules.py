@@ -13,6 +13,7 @@ import numpy as np
 from ..ir.errors import Refusal
 from .algebra import unwrap
 from .errors import full_name, user_location
+from .generators import TangentGenerator
 from .rules import DuplicateRuleError
 
 FRULES: dict = {}  # callable → its forward rule, found by the callable's identity
@@ -84,8 +85,20 @@ def derived(f, r):
     return d
 
 
+def _listed(x, t):
+    """A generator in forward mode as the list of its items (a rule takes all of them) and
+    their tangents; another argument as it is."""
+    if type(x) is not TangentGenerator:
+        return x, t
+    at = x.i
+    items = list(x)
+    return items, x.tangents[at:]
+
+
 def _derive(f, r):
     def fr(tangents, *args, **kw):
+        if any(type(a) is TangentGenerator for a in args):
+            args, tangents = map(tuple, zip(*map(_listed, args, tangents)))
         tangents = tuple(None if zero_tangent(t) else t for t in tangents)
         zero = all(t is None for t in tangents)
         if r.effectful or r.changes_args:  # (its rule would record the change for a reverse pass)

@@ -204,3 +204,61 @@ def start(f, forward_code, adjoint, params, unbind=None):
     if unbind is None:
         return g, Effect(lambda dy: g.finish())
     return g, Effect(lambda dy: unbind(g.finish()))
+
+
+class TangentGenerator:
+    """A generator made by a call under forward mode: the iterator the consumer sees.
+
+    Its tangent code is a generator yielding ``(item, tangent)`` pairs, sent
+    ``(value, tangent)`` pairs (``next`` sends ``(None, None)``), and returning
+    ``(value, tangent)``.  Taking an item hands on the item and keeps its tangent in
+    ``tangents`` (None is zero), in the order taken, so a forward rule that consumed
+    ``n`` items (``sum``, ``zip``, a loop step) reads theirs from where it started (``i``
+    before); the tangent of what it returned is ``returned``.  Its own tangent, as a
+    value, is itself: the consumer's rules find the items' tangents here.
+    """
+
+    __slots__ = ("pairs", "name", "tangents", "returned", "started", "__weakref__")
+
+    def __init__(self, pairs, name):
+        self.pairs, self.name, self.tangents, self.returned = pairs, name, [], None
+        self.started = False
+
+    @property
+    def i(self):
+        """How many items it yielded."""
+        return len(self.tangents)
+
+    def __repr__(self):
+        return f"<generator {self.name} in forward mode: {self.i} items>"
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.send(None)
+
+    def send(self, value, tangent=None):
+        """The next item, ``value`` (with its ``tangent``) sent in as ``send`` sends it."""
+        if self.started:
+            value = (value, tangent)
+        elif value is not None:  # (the value sent first starts it: no yield takes it)
+            raise TypeError("can't send non-None value to a just-started generator")
+        self.started = True
+        try:
+            y, dy = self.pairs.send(value)
+        except StopIteration as e:
+            r, self.returned = e.value
+            raise StopIteration(r) from None
+        self.tangents.append(dy)
+        return y
+
+    def throw(self, *exc):
+        file, line = user_location()
+        raise NotImplementedError(
+            f"{file}:{line}: throw() into the generator {self.name} in forward mode is not "
+            f"supported yet: raise the exception in the consumer, or compute the generator's "
+            f"items into a list first")
+
+    def close(self):
+        self.pairs.close()

@@ -23,8 +23,9 @@ from .binding import bind
 from .cache import Cache, still_decided
 from .errors import full_name, user_location
 from .frules import NoForwardRuleError, derived, frule_for
+from .generators import TangentGenerator
 from .rules import CALLS, Rule, nondifferentiable, record_of
-from .tangents import ForwardModeError, current
+from .tangents import ForwardModeError, current, now
 
 
 class TangentCompiled:
@@ -32,11 +33,7 @@ class TangentCompiled:
 
     def __init__(self, code, reading, wrt=None):
         lifted = lift(code)
-        if lifted.meta.generator:
-            raise ForwardModeError(
-                f"{code.co_filename}:{code.co_firstlineno}: the generator function "
-                f"{code.co_qualname}() is not differentiated in forward mode yet (reverse mode "
-                f"differentiates it); use grad/vjp/jacrev, or build its items into a list")
+        self.generator = lifted.meta.generator  # (its tangent code yields (item, tangent) pairs)
         self.stages = transform_tangent(lifted, _Hooks, reading)
         self.still_decided = still_decided(reading.decided())
         self.tangent_code = emit(self.stages.tangent)
@@ -75,7 +72,11 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
             params, dparams = _bind(f, args, kw, dargs, dkw or {})
         else:
             params, dparams = args, dargs
-        y, dy = types.FunctionType(c.tangent_code, f.__globals__)(f, *params, df, *dparams)
+        y = types.FunctionType(c.tangent_code, f.__globals__)(f, *params, df, *dparams)
+        if c.generator:
+            y = dy = TangentGenerator(y, f.__qualname__)
+        else:
+            y, dy = y
     else:
         y, dy = _dispatch(f, df, dargs, dkw or {}, args, kw)
     if sh.entries:
@@ -236,6 +237,7 @@ class _Hooks(fw._Hooks):
     jvp_kw = staticmethod(jvp_call_kw)
     frule_for = staticmethod(frule_for)
     unchanged = staticmethod(unchanged)
+    now = staticmethod(now)
     reals = REALS
     array = np.ndarray
 

@@ -11,6 +11,7 @@ the reverse pass reaches the statement that produced it.
 """
 from __future__ import annotations
 
+import types
 import weakref
 
 import numpy as np
@@ -151,8 +152,16 @@ def watcher(pb, y, operands, kw=None):
 
 def changeable(x) -> bool:
     """Whether global value ``x`` may be changed in place by differentiated code: a
-    list, dict, array or object, or a class (through a list or array it holds)."""
-    return type(x) in WATCH.kinds or type(x) is type and x.__module__ != "builtins"
+    list, dict, array or object, an instance of a class of Python code (a model whose
+    fields the code sets, before any of its class was made under differentiation), or a
+    class (through a list or array it holds)."""
+    t = type(x)
+    return t in WATCH.kinds or t is type and x.__module__ != "builtins" or \
+        t.__flags__ & _HEAP_TYPE and not isinstance(x, _UNCHANGED)
+
+
+_HEAP_TYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C)
+_UNCHANGED = (type, types.FunctionType, types.ModuleType, BaseException)
 
 
 def watch_kind(t):

@@ -83,6 +83,10 @@ def _plan(f, args, kw):
     t = type(f)
     if t is types.FunctionType:
         c = compiled_tangent(f)
+        if c.generator:  # (its tangent code is sent (value, tangent) pairs: no level lifts that)
+            _refuse(f"the generator {full_name(f)} (a generator expression or function) in forward "
+                    f"mode", "compute its items into a list first ([... for v in xs]), or "
+                    "differentiate it at first order")
         return ("code", types.FunctionType(c.tangent_code, f.__globals__),
                 None if c.arity == n and not kw else _Call(f, n, tuple(kw)))
     if t is types.MethodType:

@@ -47,6 +47,14 @@ class TangentShadow:
             return self._container(x, dx, depth - 1)
         return dx
 
+    def latest(self, x, dx):
+        """The tangent of ``x`` itself now: its entry, a view of its root array's entry, or
+        ``dx`` (its parts are not walked: each is looked at when it is read)."""
+        e = self.entries.get(id(x))
+        if e is not None:
+            return e[1]
+        return self._array(x, dx) if type(x) is np.ndarray and x.base is not None else dx
+
     def _array(self, x, dx):
         r = root(x)
         e = self.entries.get(id(r))
@@ -130,6 +138,14 @@ def _unsupported(what, why):
 
 _LOCAL = threading.local()
 _NONE = TangentShadow()  # outside any computation: empty, and never written
+
+
+def now(x, dx):
+    """The tangent of ``x`` as the shadow holds it, if anything has been changed in place:
+    for a read whose operand's tangent ``dx`` was taken before a change (another name for
+    the object, a global, an argument changed by the caller), by `TangentShadow.latest`."""
+    sh = getattr(_LOCAL, "shadow", _NONE)
+    return sh.latest(x, dx) if sh.entries else dx
 
 
 def current() -> TangentShadow:

@@ -103,6 +103,7 @@ def tangent(ir, active, hooks) -> IR:
     """
     m = ir.meta
     out = IR(Meta(f"tangent_{m.name}", m.filename, m.firstlineno))
+    out.meta.generator = m.generator
     for _ in range(1, len(ir.blocks)):
         out.block()
     env, tan = {}, {}
@@ -120,6 +121,12 @@ def tangent(ir, active, hooks) -> IR:
     def plain(b, v, st, env, tan):
         look = lambda x: env.get(x, x) if isinstance(x, Var) else x
         dot = lambda x: tan.get(x) if isinstance(x, Var) else None
+        if st.fn is ops.yield_:  # the item and its tangent out, what is sent and its tangent in
+            pair = out.push(b, Stmt(ops.build_tuple, (look(st.args[0]), dot(st.args[0])), None, st.line))
+            sent = out.push(b, Stmt(ops.yield_, (pair,), None, st.line))
+            env[v] = out.push(b, Stmt(operator.getitem, (sent, 0), None, st.line))
+            tan[v] = out.push(b, Stmt(operator.getitem, (sent, 1), None, st.line))
+            return
         if v not in active:
             env[v] = out.push(b, st.map(look))
             return
@@ -377,15 +384,21 @@ def _may_share_changed(ir, active, hooks, in_place=True):
 
 
 def _jvp_call(out, b, st, look, dot, hooks, changed) -> Stmt:
-    """The call computing ``(value, tangent)`` of active statement ``st``."""
-    dargs = out.push(b, Stmt(ops.build_tuple, [dot(a) for a in st.args], None, st.line))
+    """The call computing ``(value, tangent)`` of active statement ``st``: its forward
+    rule called directly where no operand may share an object changed here; a global
+    that may be changed in place then takes its tangent from the shadow (``now``: the
+    caller, or a function called before, may have changed it)."""
     fn, args = look(st.fn), [look(a) for a in st.args]
     kw = {k: look(x) for k, x in st.kw.items()}
     direct = not isinstance(st.fn, (Var, Global)) and not kw and \
         not any(changed(x) for x in st.args if isinstance(x, (Var, Global)))
     r = hooks.frule_for(st.fn) if direct else None
     if r is not None:
+        ds = [out.push(b, Stmt(hooks.now, (a, None), None, st.line))
+              if isinstance(a, Global) and hooks.changeable(a) else dot(a) for a in st.args]
+        dargs = out.push(b, Stmt(ops.build_tuple, ds, None, st.line))
         return Stmt(r, [dargs] + args, None, st.line)
+    dargs = out.push(b, Stmt(ops.build_tuple, [dot(a) for a in st.args], None, st.line))
     dkw = [x for k, v in st.kw.items() for x in (k, dot(v))]
     if any(dot(v) is not None for v in st.kw.values()):
         dk = out.push(b, Stmt(ops.build_dict, dkw, None, st.line))

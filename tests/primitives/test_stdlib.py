@@ -25,7 +25,7 @@ def L(xs):
     return [float(v) for v in xs]
 
 
-@pytest.mark.parametrize("f", [
+BOTH_MODES = [
     lambda xs: functools.reduce(operator.mul, L(xs)),
     lambda xs: functools.reduce(lambda a, b: a * b + 1.0, L(xs), 0.5),
     lambda xs: functools.reduce(lambda a, b: a + b * b, (v for v in xs)),
@@ -46,15 +46,34 @@ def L(xs):
     + statistics.harmonic_mean(L(xs[:2] ** 2), weights=L(xs[2:] ** 2)),
     lambda xs: statistics.covariance(L(xs[:2]) + [1.0], L(xs[2:]) + [3.0])
     + statistics.correlation(L(xs[:3]), [1.0, 3.0, 2.0]),
+    lambda xs: xs[0].__mul__(xs[1]) + float.__add__(float(xs[2]), 3.0) + xs[3].__rsub__(2.0),
+]
+
+# forward mode refuses these by line: dict.__new__, dict.fromkeys and complex.__mul__ have
+# no forward rule (none derived for complex values or dicts)
+REVERSE_ONLY = [
     lambda xs: collections.Counter({"a": xs[0], "b": xs[1]}).most_common(1)[0][1]
     + (lambda c: (c.update({"a": xs[2]}), c["a"])[1])(collections.Counter({"a": xs[3]})),
     lambda xs: dict.fromkeys(["a", "b"], xs[0])["a"] * dict.fromkeys("c", xs[1])["c"],
-    lambda xs: xs[0].__mul__(xs[1]) + float.__add__(float(xs[2]), 3.0) + xs[3].__rsub__(2.0),
     lambda xs: xs.__mul__(xs).sum() + float(xs[0]).__truediv__(xs[1]) + float(xs[2]).__neg__()
     + float(xs[1]).__rpow__(2.0) + complex.__mul__(1j, complex(xs[3])).imag,
-])
+]
+
+
+@pytest.mark.parametrize("f", BOTH_MODES + REVERSE_ONLY)
 def test_differentiated(f):
     check_grad(f, XS)
+
+
+@pytest.mark.parametrize("f", BOTH_MODES)
+def test_differentiated_in_forward_mode(f):
+    check_jvp(f, XS)
+
+
+@pytest.mark.parametrize("f", REVERSE_ONLY)
+def test_forward_mode_refuses_by_line(f):
+    with pytest.raises(bytegrad.NoForwardRuleError, match=r"test_stdlib\.py:\d+: forward mode"):
+        bytegrad.jvp(f, (XS,), (XS,))
 
 
 def test_standard_deviation_of_equal_data_has_zero_gradient():

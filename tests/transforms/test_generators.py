@@ -1,5 +1,6 @@
 """Generator functions under differentiation: lazy, one resumption at a time, with the
-adjoint resuming in reverse order (runtime/generators.py).  Gradients are checked
+adjoint resuming in reverse order (runtime/generators.py); in forward mode, each item
+taken with its tangent (`TangentGenerator`).  Gradients and tangents are checked
 against central finite differences; side effects against the plain call's order."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import bytegrad
 from bytegrad.ir import function, lift, ops
-from checks import check_grad, check_stateful
+from checks import check_grad, check_jvp, check_stateful
 
 X = np.array([0.3, -1.2, 2.1, 0.8])
 
@@ -67,16 +68,32 @@ def by_keyword(x):
     return sum(squares(x, scale=x[0]))
 
 
-@pytest.mark.parametrize("f", [by_loop, by_next, by_method, by_list, by_unpacking, by_keyword,
-                               lambda x: sum(pairs(x)), lambda x: max(pairs(x)),
-                               lambda x: sorted(squares(x))[2], lambda x: math.fsum(pairs(x)),
-                               lambda x: sum(a * b for a, b in zip(pairs(x), squares(x))),
-                               lambda x: statistics.pstdev(squares(x)) + sum(set(pairs(x))),
-                               lambda x: sum(map(math.exp, pairs(x))) + sum(filter(None, pairs(x)))],
-                         ids=lambda f: f.__name__)
+def with_a_set(x):
+    return statistics.pstdev(squares(x)) + sum(set(pairs(x)))
+
+
+CONSUMED = [by_loop, by_next, by_method, by_list, by_unpacking, by_keyword,
+            lambda x: sum(pairs(x)), lambda x: max(pairs(x)),
+            lambda x: sorted(squares(x))[2], lambda x: math.fsum(pairs(x)),
+            lambda x: sum(a * b for a, b in zip(pairs(x), squares(x))),
+            lambda x: statistics.pstdev(squares(x)) + statistics.mean(v * v for v in pairs(x)),
+            with_a_set,
+            lambda x: sum(map(math.exp, pairs(x))) + sum(filter(None, pairs(x)))]
+
+
+@pytest.mark.parametrize("f", CONSUMED, ids=lambda f: f.__name__)
 def test_gradient_of_a_consumed_generator(f):
     check_grad(f, X)
     check_grad(lambda x: f(list(x)), X)  # a list of floats as well
+
+
+@pytest.mark.parametrize("f", CONSUMED, ids=lambda f: f.__name__)
+def test_tangent_of_a_consumed_generator(f):
+    if f is with_a_set:  # (a set of values with tangents is refused in forward mode, by line)
+        with pytest.raises(bytegrad.ForwardModeError, match=r"test_generators\.py:\d+: .*a set of differentiable"):
+            bytegrad.jvp(f, (X,), (X,))
+        return
+    check_jvp(f, X)
 
 
 def test_the_issue_example():
@@ -168,11 +185,14 @@ def sending(x):
 
 def test_yield_from_and_the_return_value():
     check_grad(delegating, X)
+    check_jvp(delegating, X)
     check_grad(lambda x: delegating(list(x)), X)
+    check_jvp(lambda x: delegating(list(x)), X)
 
 
 def test_send():
     check_grad(sending, X)
+    check_jvp(sending, X)
 
 
 def test_a_generator_passed_to_a_function():
@@ -183,6 +203,7 @@ def test_a_generator_passed_to_a_function():
             n += 1
         return s / n
     check_grad(lambda x: mean_of(squares(x)) * mean_of(pairs(x)), X)
+    check_jvp(lambda x: mean_of(squares(x)) * mean_of(pairs(x)), X)
 
 
 def test_generators_nested_and_closures():
@@ -196,7 +217,9 @@ def test_generators_nested_and_closures():
         for v in pairs(xs):
             yield math.exp(v)
     check_grad(lambda x: sum(make(x)), X)
+    check_jvp(lambda x: sum(make(x)), X)
     check_grad(lambda x: sum(chained(x)), X)
+    check_jvp(lambda x: sum(chained(x)), X)
 
 
 def test_try_finally_around_yields():
@@ -207,7 +230,9 @@ def test_try_finally_around_yields():
         finally:
             xs = None
     check_grad(lambda x: sum(guarded(x)), X)
+    check_jvp(lambda x: sum(guarded(x)), X)
     check_grad(lambda x: next(guarded(x)) * 2.0, X)
+    check_jvp(lambda x: next(guarded(x)) * 2.0, X)
 
 
 def test_consumers_interleaved():
@@ -241,6 +266,7 @@ def test_consumers_interleaved():
         return sum(next(g) * next(g) for g in gens)
     for f in (paired, between, in_pieces, several):
         check_grad(f, xs)
+        check_jvp(f, xs)
 
 
 def test_checkpoint_of_a_generator_is_refused():
@@ -274,7 +300,9 @@ def test_changes_in_place_between_resumptions():
         return sum(out)
     assert bytegrad.gradient(f, 1.5) == (12 * 1.5 ** 2,)
     check_grad(f, 1.5)
+    check_jvp(f, 1.5)
     check_grad(g, 1.5)
+    check_jvp(g, 1.5)
 
 
 def test_yields_inside_with_and_try_and_a_caught_error():
@@ -302,6 +330,7 @@ def test_yields_inside_with_and_try_and_a_caught_error():
                 yield -v
     for f in (gen_with, outer, catching):
         check_grad(lambda x: sum(f(x)), X)
+        check_jvp(lambda x: sum(f(x)), X)
 
 
 # ---- what is refused ---------------------------------------------------------------------
@@ -452,6 +481,21 @@ def test_random_generator_programs(steps, consumer, xs):
     check_grad(f, np.array(xs), rtol=1e-4, atol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["yield", "assign"]), st.integers(0, len(_EXPRS) - 1),
+                          st.sampled_from([0.5, 2.0, -1.5])), min_size=1, max_size=4),
+       st.sampled_from(_CONSUMERS),
+       st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=3), st.integers(0, 2 ** 32 - 1))
+def test_random_generator_programs_forward_equals_reverse(steps, consumer, xs, seed):
+    """``jvp`` along a random direction is ``<gradient, direction>`` (both modes are checked
+    against finite differences above)."""
+    f, src = _program(steps, consumer)
+    x, v = np.array(xs), np.random.default_rng(seed).standard_normal(len(xs))
+    y, dy = bytegrad.jvp(f, (x,), (v,))
+    (g,) = bytegrad.gradient(f, x)
+    assert np.allclose(dy, np.sum(g * v), rtol=1e-9, atol=1e-12, equal_nan=True), src
+
+
 def _multiples(x, k):
     for i in range(k):
         yield x * i
@@ -520,3 +564,12 @@ def test_a_generator_made_from_nothing_differentiable_is_sent_a_gradient(make):
     x = np.array([1.0, 2.0, 3.0])
     assert bytegrad.grad(lambda x: _send_all(make(), x))(x) == pytest.approx(2 * x)
     check_grad(lambda x: _send_all(make(), x) * x[0], x)
+
+
+@pytest.mark.parametrize("nested", [lambda f, x: bytegrad.hvp(f, (x,), (x,)),
+                                    lambda f, x: bytegrad.grad(lambda x: bytegrad.grad(f)(x)[0])(x),
+                                    lambda f, x: bytegrad.jvp(lambda x: bytegrad.jvp(f, (x,), (x,))[1], (x,), (x,))],
+                         ids=["hvp", "grad of grad", "jvp of jvp"])
+def test_a_generator_differentiated_to_second_order_is_refused_by_line(nested):
+    with pytest.raises(bytegrad.NestingError, match=r"test_generators\.py:\d+: .*the generator .*<genexpr>"):
+        nested(lambda x: sum(v * v * v for v in x), X)

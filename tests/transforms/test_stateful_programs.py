@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bytegrad
+import shared_state_programs
 from checks import check_pullback, check_stateful, fd_gradient
 
 
@@ -2619,3 +2620,11 @@ def _fresh(f):
         GA = np.zeros(2)
         return f(x)
     return g
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", shared_state_programs.PROGRAMS, ids=lambda f: f.__name__)
+def test_state_one_function_changes_and_another_reads(f):
+    # (MODEL.w = x; MODEL.predict(2.0), on an object of a class none of whose objects had
+    # been made under differentiation: gradient None for 2.0, the global taken for a constant)
+    assert bytegrad.grad(f)(0.7) == pytest.approx(fd_gradient(f, [0.7], 0), rel=1e-6)
