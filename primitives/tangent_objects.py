@@ -17,6 +17,7 @@ tangent is kept there too.  A change in place without a forward rule here raises
 from __future__ import annotations
 
 import copy
+import copyreg
 import functools
 import itertools
 import operator
@@ -36,8 +37,8 @@ from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current, now
 from ._tangent import consume, consume_rows, items, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, \
-    python_iterable, sized
+from .containers import PYTHON_COPIES, _BOUND, _VALUES, IndexIter, _class_attribute, _default_state, \
+    _descriptor_of, copied_by_python, is_data_descriptor, python_iterable, reduce_ex_as_python, sized
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -425,6 +426,8 @@ def _copying(f):
     which the next write changes in place: the copy's is then copied as the value is."""
     @frule(f)
     def fr(ts, x, *memo):
+        if f in PYTHON_COPIES and copied_by_python(x, f is copy.deepcopy):  # (as the reverse rule)
+            return jvp_call(PYTHON_COPIES[f], None, ts, x, *memo)
         d = ts[0]
         if d is not None and current().entries:
             d = copy.deepcopy(d) if f is copy.deepcopy else copy.copy(d)
@@ -434,6 +437,17 @@ def _copying(f):
 
 for _f in (copy.copy, copy.deepcopy, list.copy, dict.copy):
     _copying(_f)
+
+
+@frule(object.__reduce_ex__)
+def _object_reduce_ex(ts, x, protocol):
+    f, args = reduce_ex_as_python(x, protocol)
+    return jvp_call(f, None, ts[:len(args)], *args)
+
+
+@frule(object.__getstate__)
+def _object_getstate(ts, x):
+    return jvp_call(_default_state, None, (ts[0], None), x, copyreg._slotnames(type(x)))
 
 
 # -- writes into containers ----------------------------------------------------------

@@ -13,6 +13,7 @@ this file, kept as regression tests.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -1335,6 +1336,112 @@ def test_a_copied_object_changed_afterwards():
         c.w = x * 2.0
         return c.w * c.v + o.w
     check_stateful(f, _Pair(1.5, 0.5), 0.7)
+
+
+class _OwnCopies:
+    """A ``__copy__`` and a ``__deepcopy__`` that do not copy the value as it is."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def value(self):
+        return self.v
+
+    def __copy__(self):
+        return _OwnCopies(self.v * 2.0)
+
+    def __deepcopy__(self, memo):
+        return _OwnCopies(copy.deepcopy(self.v, memo) * 3.0)
+
+
+class _OwnState:
+    """Copied by reduction, through its ``__getstate__`` and ``__setstate__``."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def value(self):
+        return self.v
+
+    def __getstate__(self):
+        return {"w": self.v * 2.0}
+
+    def __setstate__(self, state):
+        self.v = state["w"] ** 2
+
+
+class _OwnReduce:
+    """Copied through its ``__reduce__``: remade from the arguments it gives."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def value(self):
+        return self.v
+
+    def __reduce__(self):
+        return _OwnReduce, (self.v * 2.0,)
+
+
+class _OwnSlots:
+    """Slots, and a ``__getstate__`` giving their state as ``(None, slots)``."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, v):
+        self.a, self.b = v, v * 3.0
+
+    def value(self):
+        return self.a * self.b
+
+    def __getstate__(self):
+        return None, {"a": self.a * 2.0, "b": self.b}
+
+
+class _OwnNewArgs:
+    """Made again from what its ``__getnewargs__`` gives."""
+
+    def __new__(cls, v):
+        o = object.__new__(cls)
+        o.v = v
+        return o
+
+    def value(self):
+        return self.v
+
+    def __getnewargs__(self):
+        return (self.v * 3.0,)
+
+    def __getstate__(self):
+        return None
+
+
+COPY_HOOKS = [_OwnCopies, _OwnState, _OwnReduce, _OwnSlots, _OwnNewArgs]
+
+
+def copied_by_own_hooks(cls, copier):
+    """A program copying objects of ``cls`` with ``copier``, alone and (deep copies) inside
+    a list, a dict and an object that copies plainly."""
+    def f(x):
+        o = cls(x)
+        c = copier(o)
+        total = c.value() * x + o.value()
+        if copier is copy.deepcopy:
+            held = copier([cls(x * x), {"k": o}, _Pair(cls(x), x)])
+            total = total + held[0].value() + held[1]["k"].value() * held[2].w.value()
+        return total
+    return f
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+@pytest.mark.parametrize("cls", COPY_HOOKS, ids=lambda c: c.__name__)
+def test_copy_runs_the_classes_own_copy_and_pickle_hooks(cls, copier):
+    """``copy.copy``/``copy.deepcopy`` of an object whose class has a ``__copy__``,
+    ``__deepcopy__``, ``__reduce__``, ``__getstate__``/``__setstate__`` or
+    ``__getnewargs__``: those are differentiated (they ran plainly, and the copy took its
+    original's gradient as it was: 4.5 for 6.0)."""
+    check_stateful(copied_by_own_hooks(cls, copier), 0.7)
 
 
 # ---------------------------------------------------------------------------

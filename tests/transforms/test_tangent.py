@@ -21,6 +21,7 @@ import shared_state_programs
 import test_stateful_programs
 from checks import check_jvp, fd_directional
 from test_random_programs import draw_program
+from test_stateful_programs import COPY_HOOKS, copied_by_own_hooks
 
 
 # -- the IR --------------------------------------------------------------------------
@@ -678,3 +679,11 @@ def test_a_subclass_of_list_keeps_its_items_tangents():
     # (read as no list: jvp 0.0 for 2.8; reverse mode refuses list.__getitem__ by line)
     y, dy = bytegrad.jvp(shared_state_programs.c8, (0.7,), (1.0,))
     assert dy == pytest.approx(fd_directional(shared_state_programs.c8, [0.7], [1.0]), rel=1e-6)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+@pytest.mark.parametrize("cls", COPY_HOOKS, ids=lambda c: c.__name__)
+def test_copy_runs_the_classes_own_copy_and_pickle_hooks(cls, copier):
+    # (they ran plainly, and the copy took its original's tangent as it was: 4.5 for 6.0)
+    check_jvp(copied_by_own_hooks(cls, copier), 0.7)
