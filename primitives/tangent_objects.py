@@ -37,8 +37,9 @@ from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current, now
 from ._tangent import consume, consume_rows, items, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import PYTHON_COPIES, _BOUND, _VALUES, IndexIter, _class_attribute, _default_state, \
-    _descriptor_of, copied_by_python, is_data_descriptor, python_iterable, reduce_ex_as_python, sized
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, \
+    python_iterable, sized
+from .copies import PYTHON_COPIES, default_state, copied_by_python, reduce_ex_as_python
 from .mutation import array_writer
 
 # -- building and reading -----------------------------------------------------------
@@ -447,7 +448,7 @@ def _object_reduce_ex(ts, x, protocol):
 
 @frule(object.__getstate__)
 def _object_getstate(ts, x):
-    return jvp_call(_default_state, None, (ts[0], None), x, copyreg._slotnames(type(x)))
+    return jvp_call(default_state, None, (ts[0], None), x, copyreg._slotnames(type(x)))
 
 
 # -- writes into containers ----------------------------------------------------------
