@@ -476,10 +476,16 @@ def _attribute(x, name, read):
 
 def _read_out_of_exception(e, name):
     """``e.name`` of an exception made of values with a gradient: the value, and a
-    pullback that refuses a gradient that reaches it (none goes back through ``e``)."""
-    y, (e0, made_at) = getattr(e, name), current().raised[id(e)]
+    pullback that refuses a gradient that reaches it (none goes back through ``e``) or,
+    for the StopIteration of a generator that returned (`_returned`), hands the gradient
+    of its value (``e.value``, ``e.args[0]``) back to the generator."""
+    y, (e0, made_at, back) = getattr(e, name), current().raised[id(e)]
     if e0 is not e or not is_differentiable(y):
         return y, nograd(2)
+    if back is not None and name == "value":
+        return y, lambda d: (None, back(d), None)
+    if back is not None and name == "args" and len(y) == 1:
+        return y, lambda d: (None, None if d is None else back(unwrap(d)[0]), None)
     return y, _refusing(carried(e, made_at, user_location()))
 
 
@@ -729,10 +735,11 @@ def generator_next(g, *default):
     j = g.resumes
     try:
         y = g.send(None)
-    except StopIteration:
+    except StopIteration as e:
         if default:
             ended = _ended(g, j, 2)
             return default[0], wrapping(ended, lambda d: ended(None)[:2] + (d,))
+        _returned(g, j, e, None)
         raise
     return y, Effect(lambda d: (None, g.back(j, d) and None) + (None,) * len(default))
 
@@ -740,11 +747,38 @@ def generator_next(g, *default):
 @rule(Generator.send)
 def _generator_send(g, value):
     j = g.resumes
-    y = g.send(value)
+    try:
+        y = g.send(value)
+    except StopIteration as e:
+        _returned(g, j, e, value)
+        raise
     return y, Effect(lambda d: (None, None, g.back(j, d)))
 
 
+def _returned(g, j, e, sent):
+    """``e``, the StopIteration raised because resumption ``j`` of ``g`` returned, carries
+    the return value: a gradient that reaches it, read out of ``e``, goes back to ``g``.
+    A gradient ``g``'s adjoint then has for ``sent``, the value that resumption sent in,
+    is refused: the ``send`` raised, so no pullback of it takes that gradient."""
+    if not g.done or g.resumes != j + 1 or not is_differentiable(e.value):
+        return
+    file, line = user_location()
+
+    def back(d):
+        if g.back(j, d) is not None and is_differentiable(sent):
+            raise NotImplementedError(
+                f"{file}:{line}: a gradient reaches the value sent into the generator {g.name} by "
+                f"the send() that made it return, through the return value read out of the "
+                f"StopIteration; it is not followed: yield that value instead of returning it")
+        return None
+    current().raised[id(e)] = (e, (file, line), back)
+
+
 nondifferentiable(Generator.close, Generator.throw)  # (run as they are: see their docstrings)
+# a raise statement (no derivative goes through an exception; one made of values with a
+# gradient was kept when it was made): also where its exception, or the one being handled
+# that it takes as its __context__, was raised by an active call
+nondifferentiable(ops.throw, ops.reraise)
 
 
 @rule(ops.send)

@@ -280,7 +280,7 @@ def forward(f, /, *args, **kw):
     if isinstance(f, type) and issubclass(f, BaseException):  # its arguments: a message, mostly
         e, sh = f(*args, **kw), current()
         if sh.inside and any(map(algebra.is_differentiable, (*args, *kw.values()))):
-            sh.raised[id(e)] = (e, user_location())  # (a read of it a gradient reaches is refused)
+            sh.raised[id(e)] = (e, user_location(), None)  # (a read of it a gradient reaches is refused)
         return e, nograd(len(args))
     if isinstance(f, type) and _user_class(f):
         return construct(f, args, kw)

@@ -52,7 +52,9 @@ class Shadow:
         self.grads, self.keep, self.mutated, self.final, self.scanned = {}, {}, {}, None, {}
         self.owners = {}  # id of an object's __dict__ → the object: one entry for both
         self.passed = {}  # id → (object, name): passed through stop_gradient or hook
-        self.raised = {}  # id → (exception, (file, line)): made of values with a gradient (`errors.carried`)
+        # id → (exception, (file, line), None): made of values with a gradient (`errors.carried`);
+        # or, a generator's StopIteration, a function giving the gradient of its value back to it
+        self.raised = {}
 
     def own(self, fields, obj):
         """``fields`` is ``obj.__dict__``: a change of either is a change of ``obj``."""

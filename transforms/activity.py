@@ -134,6 +134,14 @@ def activity(ir, nondiff, effectful=lambda f: False, wrt=None, changeable=lambda
                 for p, a in zip(ir.blocks[br.target].args, br.args):
                     if isinstance(a, Var) and (a in active or a in hazard) and not strong(p):
                         changed |= reach(p, not strong(a))
+                    elif a is ops.CAUGHT and not strong(p):
+                        # what an active call raised may hold values with a gradient (the
+                        # StopIteration of a generator that returned one); not a raise
+                        # statement's, which raises what it is given
+                        raising = [v for v, st in blk.stmts if v in active
+                                   and st.fn is not ops.throw and st.fn is not ops.reraise]
+                        if raising:
+                            changed |= reach(p, not any(map(strong, raising)))
     active.hazards = hazard
     return active
 
