@@ -348,6 +348,8 @@ def _read_out_of_exception(e, name):
         return y, None
     if name == "args" and len(y) == len(args) and all(a is b for a, b in zip(y, args)):
         return y, tuple(dargs)
+    if name == "value" and isinstance(e, StopIteration) and args and y is args[0]:
+        return y, dargs[0]  # (what a generator returned)
     if _holds_values(y):
         raise carried(e, made_at, user_location())
     return y, None

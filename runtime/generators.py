@@ -30,6 +30,7 @@ import types
 from .algebra import is_differentiable
 from .errors import user_location
 from .mutation import Effect
+from .tangents import current
 
 
 class Generator:
@@ -249,7 +250,10 @@ class TangentGenerator:
             y, dy = self.pairs.send(value)
         except StopIteration as e:
             r, self.returned = e.value
-            raise StopIteration(r) from None
+            stop = StopIteration(r)
+            if self.returned is not None:  # (its value's tangent, for a read of e.value or e.args)
+                current().raised[id(stop)] = (stop, user_location(), (r,), (self.returned,))
+            raise stop from None
         self.tangents.append(dy)
         return y
 

@@ -630,6 +630,7 @@ def _value_by_send(x):
 def test_a_generators_return_value_read_out_of_its_stop_iteration(f):
     # (no gradient went back through the return value: x³ gave x² for 3 x², silently)
     check_grad(f, 1.3)
+    check_jvp(f, 1.3)
 
 
 def _sending_into_the_return(x):
