@@ -97,8 +97,8 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     def hess(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         g = (lambda *a: f(*a, **kw)) if kw else f
 
-        def column(ts):
-            d = hvp(g, args, ts, argnums)
+        def column(a, ts):
+            d = hvp(g, a, ts, argnums)
             for leaf in _leaves(d):
                 if leaf is None:  # (no gradient there, which jacfwd of grad refuses too)
                     _float_leaf(leaf, "hessian")

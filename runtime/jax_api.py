@@ -8,6 +8,7 @@ leaf of which is an array of shape ``out_leaf.shape + in_leaf.shape`` (JAX's lay
 """
 from __future__ import annotations
 
+import copy
 import functools
 import operator
 from typing import Any, Callable, Sequence
@@ -177,10 +178,38 @@ def _jacobian(ins, outs):
 
 def _inputs(args, argnums, what):
     """``(single, nums, x, leaves)``: the arguments differentiated, as one value or a
-    tuple, and their leaves as arrays."""
+    tuple (its containers copied: the Jacobian is laid out as they were given, if the
+    function changes them), and their leaves as arrays."""
     single, nums = _argnums(argnums, len(args))
-    x = args[nums[0]] if single else tuple(args[i] for i in nums)
+    x = _skeleton(args[nums[0]] if single else tuple(args[i] for i in nums))
     return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
+
+
+def _skeleton(x):
+    """``x`` with its tuples, lists and dicts copied (a named tuple stays one), not its leaves."""
+    if isinstance(x, (tuple, list)):
+        out = [_skeleton(v) for v in x]
+        return out if type(x) is list else type(x)(*out) if hasattr(x, "_fields") else tuple(out)
+    if isinstance(x, dict):
+        return {k: _skeleton(v) for k, v in x.items()}
+    return x
+
+
+def _same(a, b) -> bool:
+    """Whether ``a`` holds what ``b`` holds (arrays, numbers, containers and objects' fields,
+    compared by value; anything else by identity, or as unknown: False)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is np.ndarray:
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float, complex, str, bytes, np.generic)) or a is None:
+        return a == b or a != a and b != b
+    fields = getattr(a, "__dict__", None)
+    return type(fields) is dict and _same(fields, vars(b))
 
 
 def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -192,19 +221,22 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(f)
     def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         g = functools.partial(f, **kw) if kw else f
-        return forward_jacobian(lambda ts: jvp(g, args, ts), lambda: g(*args), args, argnums,
+        return forward_jacobian(lambda a, ts: jvp(g, a, ts), lambda: g(*args), args, argnums,
                                 has_aux, "jacfwd")
     return jac
 
 
 def forward_jacobian(column, value, args, argnums, has_aux, what):
-    """`jacfwd`'s Jacobian in ``argnums`` from ``column(ts)``, ``(y, J ts)`` for the
+    """`jacfwd`'s Jacobian in ``argnums`` from ``column(args, ts)``, ``(y, J ts)`` for the
     tangents ``ts`` of the arguments (one per element of the inputs), and ``value()``,
     the output, where no column gave it (y None); ``value`` None: the output is laid
-    out as the inputs are (a gradient's)."""
+    out as the inputs are (a gradient's).  A function that changes its arguments in
+    place leaves them as one call leaves them; each other column is computed at a copy
+    of them as they were given."""
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
     cols = []
+    given, at = copy.deepcopy(args), args
     for j, leaf in enumerate(ins):
         for k in range(leaf.size):
             e = iter(_basis(ins, j, k))
@@ -212,8 +244,12 @@ def forward_jacobian(column, value, args, argnums, has_aux, what):
             ts = [None] * len(args)
             for n, i in enumerate(nums):
                 ts[i] = tx if single else tx[n]
-            y, dy = column(ts)
+            y, dy = column(at, ts)
             cols.append(list(_leaves(dy[0] if has_aux else dy)))
+            if at is args and not _same(args, given):
+                at = None  # (changed by the call: the next columns at copies)
+            if at is not args:
+                at = copy.deepcopy(given)
     if y is None:  # (no input elements: one call for the output's layout)
         y = x if value is None else value()
     if has_aux:

@@ -150,6 +150,32 @@ def test_jacobian_argnums_and_pytrees(jac):
     np.testing.assert_allclose(Jx["b"][0], [4.0, 4.0])
 
 
+def _appending(xs, a):
+    xs.append(xs[0] * 2.0)  # (changes its arguments: the list grows, the array is scaled)
+    a *= 3.0
+    return xs[0] * xs[1] + xs[-1] + np.sum(a * a)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("jac", [jacfwd, jacrev])
+def test_a_jacobian_of_a_function_that_changes_its_arguments(jac):
+    # (laid out as the arguments were after the call, and each column computed after the
+    # last had changed them: StopIteration, or a RuntimeError from a generator)
+    xs, a = [0.5, 1.5], np.array([1.0, -2.0])
+    plain_xs, plain_a = list(xs), a.copy()
+    _appending(plain_xs, plain_a)
+    J = jac(_appending, argnums=(0, 1))(xs, a)
+    assert xs == plain_xs and np.array_equal(a, plain_a)  # (as one call leaves them)
+    h = 1e-6
+    for i in range(2):
+        up, down = [0.5, 1.5], [0.5, 1.5]
+        up[i] += h
+        down[i] -= h
+        fd = (_appending(up, np.array([1.0, -2.0])) - _appending(down, np.array([1.0, -2.0]))) / (2 * h)
+        assert float(J[0][i]) == pytest.approx(fd, rel=1e-6)
+    np.testing.assert_allclose(J[1], 18.0 * np.array([1.0, -2.0]), rtol=1e-12)
+
+
 def test_jacrev_runs_the_function_once(monkeypatch):
     calls = []
 
