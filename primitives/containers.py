@@ -17,7 +17,7 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
-from ..runtime.errors import carried, read_through_get, user_frame, user_location
+from ..runtime.errors import carried, carried_plainly, raised_plainly, read_through_get, user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator, TangentGenerator
 from ..runtime.mutation import Effect, watch_kind, wrapping
@@ -406,6 +406,9 @@ def _getattr(x, name, *default):
         return y, wrapping(pb, lambda d: pb(d) + (None,))
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
+    if isinstance(x, BaseException) and raised_plainly(x):
+        y = getattr(x, name)
+        return y, _refusing(carried_plainly(x, user_location())) if is_differentiable(y) else nograd(2)
     own = getattr(type(x), "__getattribute__", None)
     if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
         y, pb = forward(own, x, name)

@@ -28,7 +28,8 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
-from ..runtime.errors import carried, read_through_get, running_frame, user_location
+from ..runtime.errors import carried, carried_plainly, raised_plainly, read_through_get, running_frame, \
+    user_location
 from ..runtime.frules import frule
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call, jvp_call_kw
@@ -300,6 +301,8 @@ def _getattr(ts, x, name, *default):
     dx = now(x, ts[0])
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
+    if isinstance(x, BaseException) and raised_plainly(x) and _holds_values(getattr(x, name, None)):
+        raise carried_plainly(x, user_location())
     prop = _class_attribute(x, name)
     if isinstance(prop, property):
         return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)

@@ -250,9 +250,8 @@ class TangentGenerator:
             y, dy = self.pairs.send(value)
         except StopIteration as e:
             r, self.returned = e.value
-            stop = StopIteration(r)
-            if self.returned is not None:  # (its value's tangent, for a read of e.value or e.args)
-                current().raised[id(stop)] = (stop, user_location(), (r,), (self.returned,))
+            stop = StopIteration(r)  # (its value's tangent, for a read of e.value or e.args)
+            current().raised[id(stop)] = (stop, user_location(), (r,), (self.returned,))
             raise stop from None
         self.tangents.append(dy)
         return y
