@@ -103,11 +103,7 @@ class Generator:
         return y
 
     def throw(self, *exc):
-        file, line = user_location()
-        raise NotImplementedError(
-            f"{file}:{line}: throw() into the generator {self.name} while it is differentiated "
-            f"is not supported yet: raise the exception in the consumer, or compute the "
-            f"generator's items into a list first")
+        raise _no_throw(self.name, "while it is differentiated")
 
     def close(self):
         """Close it as a generator closes: a ``finally`` or ``except`` around the yield it
@@ -207,6 +203,13 @@ def start(f, forward_code, adjoint, params, unbind=None):
     return g, Effect(lambda dy: unbind(g.finish()))
 
 
+def _no_throw(name, when):
+    file, line = user_location()
+    return NotImplementedError(
+        f"{file}:{line}: throw() into the generator {name} {when} is not supported yet: raise "
+        f"the exception in the consumer, or compute the generator's items into a list first")
+
+
 class TangentGenerator:
     """A generator made by a call under forward mode: the iterator the consumer sees.
 
@@ -257,11 +260,7 @@ class TangentGenerator:
         return y
 
     def throw(self, *exc):
-        file, line = user_location()
-        raise NotImplementedError(
-            f"{file}:{line}: throw() into the generator {self.name} in forward mode is not "
-            f"supported yet: raise the exception in the consumer, or compute the generator's "
-            f"items into a list first")
+        raise _no_throw(self.name, "in forward mode")
 
     def close(self):
         self.pairs.close()

@@ -388,8 +388,11 @@ def test_throw_is_refused():
         g = squares(x)
         next(g)
         g.throw(ValueError)
-    with pytest.raises(NotImplementedError, match="throw"):
+    with pytest.raises(NotImplementedError, match=r"test_generators\.py:\d+: throw\(\) into the generator squares"):
         bytegrad.gradient(f, X)
+    with pytest.raises(NotImplementedError, match=r"test_generators\.py:\d+: throw\(\) into the generator "
+                                                  r"squares in forward mode"):
+        bytegrad.jvp(f, (X,), (X,))
 
 
 def test_the_gradient_of_a_generator_function_itself_names_the_fix():
