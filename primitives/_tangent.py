@@ -11,7 +11,7 @@ from ._frozen import np
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
-from .containers import IndexIter, python_iterable
+from .containers import IndexIter, by_next, own_next, python_iterable
 
 
 def plus(a, b):
@@ -64,7 +64,10 @@ def python_iterated(xs, d):
     by ``__getitem__`` from 0 until IndexError, taken at once."""
     method = getattr(type(xs), "__iter__", None)
     if method is not None:
-        return jvp_call(method, None, (d,), xs)
+        it, dit = jvp_call(method, None, (d,), xs)
+        if own_next(it) is not None:  # (an iterator of yours: its __next__ run, lazily)
+            return jvp_call(by_next, None, (dit,), it)
+        return it, dit
     v, dv = jvp_call(_items_by_index, None, (d,), xs)
     return IndexIter(v), dv
 
@@ -88,6 +91,15 @@ def consume(xs, d):
     at = xs.i if type(xs) is IndexIter or type(xs) is TangentGenerator else 0
     v = list(xs)
     return v, _taken(xs, d, at, len(v))
+
+
+def listed(xs, d):
+    """``(xs, d)``, with an iterator (a generator's, a sequence's, an object of yours iterated
+    by Python code) taken into the list of its items and their tangents: for a rule that
+    takes all of them and reads them as a list's."""
+    if type(xs) is TangentGenerator or type(xs) is IndexIter or python_iterable(xs):
+        return consume(xs, d)
+    return xs, d
 
 
 def consume_rows(xss, ts, strict=False):

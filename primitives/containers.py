@@ -189,7 +189,13 @@ def _iter(xs, *sentinel):
     if not sentinel and python_iterable(xs):  # its __iter__ (or __getitem__) differentiated
         method = getattr(type(xs), "__iter__", None)
         y, pb = forward(method, xs) if method is not None else forward(_by_index, xs)
+        if own_next(y) is not None:  # (an iterator of yours: its __next__ differentiated, lazily)
+            y, pb_it = forward(by_next, y)
+            return y, wrapping(pb_it, lambda d: (None, pb(pb_it(d)[1])[1]))
         return y, wrapping(pb, lambda d: (None, pb(d)[1]))
+    if sentinel and callable(xs):  # (its calls differentiated, lazily)
+        y, pb = forward(called_until, xs, *sentinel)
+        return y, wrapping(pb, lambda d: pb(d)[:3])
     return iter(xs, *sentinel), nograd(1 + len(sentinel))
 
 
@@ -211,6 +217,34 @@ def python_iterable(x) -> bool:
     if method is None:
         method = getattr(t, "__getitem__", None)
     return type(method) is types.FunctionType
+
+
+def called_until(f, sentinel):
+    """``iter(f, sentinel)`` as Python code: ``f()`` until it returns ``sentinel``."""
+    while True:
+        v = f()
+        if v == sentinel:
+            return
+        yield v
+
+
+def own_next(it):
+    """The ``__next__`` of iterator ``it`` if it is Python code of yours, else None."""
+    t = type(it)
+    m = getattr(t, "__next__", None)
+    return m if type(m) is types.FunctionType and t is not IndexIter and t is not Generator and \
+        t is not TangentGenerator else None
+
+
+def by_next(it):
+    """Iteration of ``it``, an iterator of yours, as Python code calling its ``__next__``."""
+    step = type(it).__next__
+    while True:
+        try:
+            v = step(it)
+        except StopIteration:
+            return
+        yield v
 
 
 def _by_index(xs):
@@ -700,6 +734,15 @@ def _next(it, *default):
     if type(it) is not IndexIter:
         if type(it) is Generator:
             return generator_next(it, *default)
+        step = own_next(it)
+        if step is not None:  # (yours: differentiated)
+            try:
+                y, pb = forward(step, it)
+            except StopIteration:
+                if default:
+                    return default[0], lambda d: (None, None, d)
+                raise
+            return y, wrapping(pb, lambda d: pb(d) + (None,) * len(default))
         return next(it, *default), nograd(1 + len(default))
     i = it.i
     r = ops.iterate(it.xs, it)

@@ -502,7 +502,7 @@ def _update_source_gradient(src, g):
         last = {k: i for i, (k, _) in enumerate(src)}
         return type(src)((None, g[k] if last[k] == i else None) for i, (k, _) in enumerate(src))
     if any(v is not None for v in g.values()):
-        raise NotImplementedError(f"dict.update of a {type(src).__name__}: its values' gradients "
+        raise NotImplementedError(f"{where()}: dict.update of a {type(src).__name__}: its values' gradients "
                                   f"cannot be handed back; pass a dict or a list of pairs")
     return None
 

@@ -36,10 +36,10 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current, now
-from ._tangent import consume, consume_rows, items, none_if_zero, python_iterated, seq
+from ._tangent import consume, consume_rows, items, listed, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, _descriptor_of, is_data_descriptor, \
-    python_iterable, sized
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, is_data_descriptor, \
+    own_next, python_iterable, sized
 from .copies import PYTHON_COPIES, default_state, copied_by_python, reduce_ex_as_python
 from .mutation import array_writer
 
@@ -135,8 +135,8 @@ def _unpack(ts, xs, n):
 
 @frule(ops.unpack_ex)
 def _unpack_ex(ts, xs, before, after):
+    xs, d = listed(xs, ts[0])
     y = ops.unpack_ex(xs, before, after)
-    d = ts[0]
     if d is None:
         return y, None
     d = list(d)
@@ -155,6 +155,8 @@ def _iter(ts, xs, *sentinel):
         return xs, ts[0]
     if not sentinel and python_iterable(xs):
         return python_iterated(xs, d)
+    if sentinel and callable(xs):  # (its calls, lazily)
+        return jvp_call(called_until, None, ts, xs, *sentinel)
     return iter(xs, *sentinel), None
 
 
@@ -207,6 +209,14 @@ def _iterate(ts, xs, state):
 
 @frule(next)
 def _next(ts, it, *default):
+    step = own_next(it)
+    if step is not None:  # (an iterator of yours)
+        try:
+            return jvp_call(step, None, (ts[0],), it)
+        except StopIteration:
+            if default:
+                return default[0], ts[1]
+            raise
     if type(it) is TangentGenerator:
         n = it.i
         y = next(it, *default)
@@ -223,16 +233,55 @@ def _next(ts, it, *default):
 def _zip(ts, *xss, strict=False):
     if all([d is None for d in ts]) and not any([sized(xs) for xs in xss]):
         return zip(*xss, strict=strict), None  # lazy as Python's: they may be endless
+    if not all([sized(xs) for xs in xss]):  # (an iterator: each row taken when it is asked for)
+        return jvp_call(_zipped, None, ts, *xss, strict=strict)
     y, ds = consume_rows(xss, ts, strict)
     if all([d is None for d in ds]):
         return y, None
     return y, [tuple(row) for row in zip(*[d or [None] * len(y) for d in ds])]
 
 
+def _zipped(*xss, strict=False):
+    """``zip``, lazily, as Python code (forward mode runs it for iterators)."""
+    its = [iter(xs) for xs in xss]
+    while its:
+        row = []
+        for j, it in enumerate(its):
+            try:
+                row.append(next(it))
+            except StopIteration:
+                if strict:
+                    _zip_strictly(its, j)
+                return
+        yield tuple(row)
+
+
+def _zip_strictly(its, j):
+    """Python's error for ``zip(..., strict=True)`` whose argument ``j`` ended first."""
+    which = lambda k: f"argument{'s 1-' + str(k) if k > 1 else ' 1'}"  # noqa: E731
+    if j:
+        raise ValueError(f"zip() argument {j + 1} is shorter than {which(j)}")
+    for k in range(1, len(its)):
+        if next(its[k], _END) is not _END:
+            raise ValueError(f"zip() argument {k + 1} is longer than {which(k)}")
+
+
+_END = object()
+
+
 @frule(enumerate)
 def _enumerate(ts, xs, start=0):
+    if not sized(xs):  # (an iterator: each item taken when it is asked for)
+        return jvp_call(_enumerated, None, (ts[0], None), xs, start)
     v, d = consume(xs, ts[0])
     return list(enumerate(v, start)), None if d is None else [(None, di) for di in d]
+
+
+def _enumerated(xs, start=0):
+    """``enumerate``, lazily, as Python code (forward mode runs it for iterators)."""
+    for x in xs:
+        yield start, x
+        start += 1
 
 
 @frule(reversed)
@@ -276,9 +325,12 @@ _constructor(tuple)
 @frule(dict)
 @_keyword_tangents
 def _dict(ts, *args, **kw):
-    y = dict(*args, **kw)
     (*dargs,), dkw = _split(ts, len(args))
     d = dargs[0] if dargs else None
+    if args:
+        a, d = listed(args[0], d)
+        args = (a,) + args[1:]
+    y = dict(*args, **kw)
     out = {}
     if d is not None and isinstance(args[0], dict):
         out.update(d)
@@ -470,6 +522,9 @@ def _setitem(ts, x, k, v):
         if ts[2] is not None:
             raise _unsupported(f"'{t.__name__}[...] = value'")
         return None, None
+    if t is list and type(k) is slice:  # (``xs[i:j] = iterator``: its items, as a list)
+        v, dv = listed(v, ts[2])
+        ts = ts[:2] + (dv,)
     dv, sh = ts[2], current()
     if dv is None and ts[0] is None and id(x) not in sh.entries and not (t is np.ndarray and sh.entries):
         x[k] = v
@@ -513,6 +568,9 @@ def _list_method(m, change):
     ``d``, the list's tangent, what ``m`` did to the list; it returns the result's tangent."""
     @frule(m)
     def fr(ts, xs, *args):
+        if m is list.extend:  # (what it takes, as a list: an iterator's items from where it is)
+            ys, dys = listed(args[0], ts[1])
+            args, ts = (ys,), (ts[0], dys)
         sh = current()
         if all([t is None for t in ts]) and id(xs) not in sh.entries:  # (a list: nested jvp lifts this)
             return m(xs, *args), None
@@ -583,6 +641,9 @@ _merging(ops.dict_merge)
 @_keyword_tangents
 def _update(ts, d, *other, **kw):
     (dd, *dother), dkw = _split(ts, 1 + len(other))
+    if other:
+        o, do = listed(other[0], dother[0])
+        other, dother = (o,), [do]
     sh = current()
     if dd is None and all([t is None for t in dother]) and not any(dkw.values()) and id(d) not in sh.entries:
         d.update(*other, **kw)
@@ -743,18 +804,6 @@ def _sorted(ts, xs, *, key=None, reverse=False):
     return [v[i] for i in order], None if d is None else [d[i] for i in order]
 
 
-@frule(map, override=True)  # (over as_python's, written for forward mode)
-def _map(ts, f, *xss):
-    rows, ds = consume_rows(xss, ts[1:])
-    cols = [d or [None] * len(rows) for d in ds]
-    ys, dys = [], []
-    for args, dargs in zip(rows, zip(*cols)):
-        y, dy = jvp_call(f, ts[0], dargs, *args)
-        ys.append(y)
-        dys.append(dy)
-    return IndexIter(ys), none_if_zero(dys)
-
-
 class _Repeated:
     """The sequence ``itertools.repeat(value, times)`` yields (endless without ``times``),
     under an `IndexIter`, so that its items' tangents are read as any sequence's."""
@@ -777,14 +826,6 @@ def _repeat(ts, obj, *times):
         return itertools.repeat(obj, *times), None
     n = times[0] if times else None
     return IndexIter(_Repeated(obj, n)), _Repeated(ts[0], n)
-
-
-@frule(filter, override=True)  # (over as_python's, written for forward mode)
-def _filter(ts, f, xs):
-    v, d = consume(xs, ts[1])
-    d = d or [None] * len(v)
-    keep = [i for i, (x, dx) in enumerate(zip(v, d)) if (bool(x) if f is None else jvp_call(f, ts[0], (dx,), x)[0])]
-    return IndexIter([v[i] for i in keep]), none_if_zero([d[i] for i in keep])
 
 
 @frule(super)

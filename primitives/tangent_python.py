@@ -362,3 +362,14 @@ def _divmod(ts, a, b):
 def _conjugate(ts, x):
     return x.conjugate(), None if ts[0] is None else np.conj(ts[0]) if isinstance(ts[0], np.ndarray) \
         else ts[0].conjugate()
+
+
+if hasattr(_math, "sumprod"):  # (3.12; statistics.covariance and fmean with weights call it)
+    @frule(_math.sumprod)
+    def _sumprod(ts, p, q):
+        """Σ p_i q_i: Σ (dp_i q_i + p_i dq_i), the items taken as lists (iterators too)."""
+        (p, dp), (q, dq) = consume(p, ts[0]), consume(q, ts[1])
+        y = _math.sumprod(p, q)
+        terms = [t for a, da, b, db in zip(p, dp or [None] * len(p), q, dq or [None] * len(q))
+                 for t in (times(da, b), times(db, a)) if t is not None]
+        return y, sum(terms[1:], terms[0]) if terms else None

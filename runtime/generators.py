@@ -252,6 +252,8 @@ class TangentGenerator:
         try:
             y, dy = self.pairs.send(value)
         except StopIteration as e:
+            if e.value is None:  # (it ended before: returned, closed or raised)
+                raise
             r, self.returned = e.value
             stop = StopIteration(r)  # (its value's tangent, for a read of e.value or e.args)
             current().raised[id(stop)] = (stop, user_location(), (r,), (self.returned,))

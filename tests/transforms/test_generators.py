@@ -15,7 +15,8 @@ from hypothesis import given, settings, strategies as st
 
 import bytegrad
 from bytegrad.ir import function, lift, ops
-from checks import check_grad, check_jvp, check_stateful
+import iterator_programs
+from checks import check_grad, check_jvp, check_stateful, fd_directional
 
 X = np.array([0.3, -1.2, 2.1, 0.8])
 
@@ -653,3 +654,22 @@ def test_a_gradient_through_a_value_sent_into_the_resumption_that_returned_is_re
     # (the send raised, so nothing takes the gradient of what it sent: 0.0 for 2 x, silently)
     with pytest.raises(NotImplementedError, match=r"test_generators\.py:\d+: a gradient reaches the value sent"):
         bytegrad.grad(_sending_into_the_return)(1.3)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", iterator_programs.PROGRAMS, ids=lambda f: f.__name__)
+def test_generators_and_iterators_taken_in_every_way(f):
+    # (forward mode: a generator taken from after it ended crashed; rules reading a
+    # generator's tangent as a list crashed; enumerate/map/zip took all the items at once,
+    # so a loop changing what the generator read got a wrong value and tangent, and an
+    # endless one hung; an iterator class of yours ran plainly: tangent 0 and gradient
+    # None, silently; iter(f, sentinel) gave a zero tangent)
+    if f in (iterator_programs.slice_assign, iterator_programs.dict_update):
+        # (reverse mode takes the items of a generator written into a slice or a dict whole,
+        # and cannot hand their gradients back: refused by line)
+        assert bytegrad.jvp(f, (1.3,), (1.0,))[1] == pytest.approx(fd_directional(f, [1.3], [1.0]), rel=1e-6)
+        with pytest.raises(NotImplementedError, match=r"iterator_programs\.py:\d+: "):
+            bytegrad.grad(f)(1.3)
+        return
+    check_jvp(f, 1.3)
+    check_grad(f, 1.3)
