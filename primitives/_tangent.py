@@ -97,9 +97,16 @@ def listed(xs, d):
     """``(xs, d)``, with an iterator (a generator's, a sequence's, an object of yours iterated
     by Python code) taken into the list of its items and their tangents: for a rule that
     takes all of them and reads them as a list's."""
+    if hasattr(type(xs), "keys") and not isinstance(xs, dict):  # (a mapping of yours: its keys' items)
+        return jvp_call(_as_dict, None, (d,), xs)
     if type(xs) is TangentGenerator or type(xs) is IndexIter or python_iterable(xs):
         return consume(xs, d)
     return xs, d
+
+
+def _as_dict(m):
+    """A mapping as ``dict(m)`` and ``d.update(m)`` read it: ``m[k]`` for ``k in m.keys()``."""
+    return {k: m[k] for k in m.keys()}
 
 
 def consume_rows(xss, ts, strict=False):

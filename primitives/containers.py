@@ -17,7 +17,7 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import Buffer, OneHot, accum, is_differentiable, unwrap
-from ..runtime.errors import carried, carried_plainly, raised_plainly, read_through_get, user_frame, user_location
+from ..runtime.errors import carried, read_through_get, user_frame, user_location
 from ..runtime.forward import forward, run_plain
 from ..runtime.generators import Generator, TangentGenerator
 from ..runtime.mutation import Effect, watch_kind, wrapping
@@ -68,7 +68,12 @@ def _getitem(x, k):
     if isinstance(x, dict) and type(x) is not dict and type(x).__getitem__ is dict.__getitem__ \
             and k not in x:
         return missing(x, k)
-    y = x[k]
+    try:
+        y = x[k]
+    except KeyError as e:  # (KeyError(k): a read of its key takes no gradient back to k)
+        if e.args and e.args[0] is k and is_differentiable(k):
+            current().raised[id(e)] = (e, user_location(), None)  # (refused where a gradient reaches it)
+        raise
     t = type(x)
     if t is not tuple and isinstance(x, tuple):  # a named tuple's gradient is a tuple
         t = tuple
@@ -189,9 +194,6 @@ def _iter(xs, *sentinel):
     if not sentinel and python_iterable(xs):  # its __iter__ (or __getitem__) differentiated
         method = getattr(type(xs), "__iter__", None)
         y, pb = forward(method, xs) if method is not None else forward(_by_index, xs)
-        if own_next(y) is not None:  # (an iterator of yours: its __next__ differentiated, lazily)
-            y, pb_it = forward(by_next, y)
-            return y, wrapping(pb_it, lambda d: (None, pb(pb_it(d)[1])[1]))
         return y, wrapping(pb, lambda d: (None, pb(d)[1]))
     if sentinel and callable(xs):  # (its calls differentiated, lazily)
         y, pb = forward(called_until, xs, *sentinel)
@@ -220,10 +222,14 @@ def python_iterable(x) -> bool:
 
 
 def called_until(f, sentinel):
-    """``iter(f, sentinel)`` as Python code: ``f()`` until it returns ``sentinel``."""
+    """``iter(f, sentinel)`` as Python code: ``f()`` until it returns ``sentinel`` (or
+    raises StopIteration)."""
     while True:
-        v = f()
-        if v == sentinel:
+        try:
+            v = f()
+        except StopIteration:
+            return
+        if v is sentinel or v == sentinel:
             return
         yield v
 
@@ -264,6 +270,17 @@ def _iterate(xs, state):
     if type(state) is not IndexIter:
         if type(state) is Generator:
             return _generator_step(state)
+        step = own_next(state)
+        if step is not None:  # (an iterator of yours: its __next__ differentiated)
+            try:
+                y, pb = forward(step, state)
+            except StopIteration:
+                return None, nograd(2)
+
+            def back(d):
+                d_item, d_state = (None, None) if d is None else d
+                return None, None, accum(d_state, pb(d_item)[1])
+            return (y, state), wrapping(pb, back)
         return ops.iterate(xs, state), nograd(2)
     i = state.i
     if _TAKEN and id(state.xs) in _TAKEN:
@@ -440,9 +457,6 @@ def _getattr(x, name, *default):
         return y, wrapping(pb, lambda d: pb(d) + (None,))
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
-    if isinstance(x, BaseException) and raised_plainly(x):
-        y = getattr(x, name)
-        return y, _refusing(carried_plainly(x, user_location())) if is_differentiable(y) else nograd(2)
     own = getattr(type(x), "__getattribute__", None)
     if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
         y, pb = forward(own, x, name)
@@ -729,7 +743,7 @@ def _tuple_new(cls, *items):
     return y, lambda d: (None, None) + ((items_like(items[0], unwrap(d)),) if items else ())
 
 
-@rule(next)
+@rule(next, IndexIter.__next__)  # (its method too: iter(it.__next__, sentinel))
 def _next(it, *default):
     if type(it) is not IndexIter:
         if type(it) is Generator:

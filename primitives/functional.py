@@ -57,7 +57,7 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
-from .containers import IndexIter, python_iterable
+from .containers import IndexIter, by_next, own_next, python_iterable
 from .math import mirror
 
 
@@ -363,6 +363,12 @@ def _wrap(f, handle, kinds=LAZY, iterates=_always):
 _PLAIN = frozenset({tuple, list, dict, np.ndarray, float, int, str, range, type(None)})
 
 
+def _chained(first, then):
+    """The pullback of ``iter``'s result ``it`` made of ``then``'s, ``by_next(it)``'s: the
+    gradient of what the consumer took goes back through both."""
+    return wrapping(then, lambda d: first(then(d)[1]))
+
+
 def _through_iter(r, args, kw):
     """``r(*args)`` where objects of classes with Python iteration are given as their
     iterators (`iter`'s rule differentiates the ``__iter__``); their gradients go back
@@ -371,6 +377,9 @@ def _through_iter(r, args, kw):
     for j, a in enumerate(args):
         if python_iterable(a):
             args[j], pbs[j] = forward(iter, a)
+            if own_next(args[j]) is not None:  # (an iterator of yours: its __next__, lazily)
+                args[j], pb_next = forward(by_next, args[j])
+                pbs[j] = _chained(pbs[j], pb_next)
     y, back = r(*args, **kw)
 
     def pb(d):

@@ -28,8 +28,7 @@ from ._frozen import np
 
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
-from ..runtime.errors import carried, carried_plainly, raised_plainly, read_through_get, running_frame, \
-    user_location
+from ..runtime.errors import carried, read_through_get, running_frame, user_location
 from ..runtime.frules import frule
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call, jvp_call_kw
@@ -111,7 +110,12 @@ def _getitem(ts, x, k):
     if type(m) is types.FunctionType:  # (also of a subclass of dict or list)
         return jvp_call(m, None, ts, x, k)
     if t is list or t is tuple or t is dict or isinstance(x, (tuple, dict, list)):
-        y = x[k]
+        try:
+            y = x[k]
+        except KeyError as e:  # (KeyError(k): its key's tangent, for a read of e.args)
+            if ts[1] is not None and e.args and e.args[0] is k:
+                current().raised[id(e)] = (e, user_location(), (k,), (ts[1],))
+            raise
         return y, _read(y, _item(x, now(x, ts[0]), k))
     return x[k], None
 
@@ -153,8 +157,9 @@ def _iter(ts, xs, *sentinel):
         return IndexIter(xs), d
     if type(xs) is IndexIter or type(xs) is TangentGenerator:  # (the iterator itself, its tangent too)
         return xs, ts[0]
-    if not sentinel and python_iterable(xs):
-        return python_iterated(xs, d)
+    if not sentinel and python_iterable(xs):  # (its __iter__ or __getitem__: what it gives)
+        method = getattr(type(xs), "__iter__", None)
+        return jvp_call(method, None, (d,), xs) if method is not None else python_iterated(xs, d)
     if sentinel and callable(xs):  # (its calls, lazily)
         return jvp_call(called_until, None, ts, xs, *sentinel)
     return iter(xs, *sentinel), None
@@ -194,6 +199,13 @@ def _index_iter(ts, xs):  # (as ``iter``'s, for a level lifting `_iter`)
 
 @frule(ops.iterate)
 def _iterate(ts, xs, state):
+    step = own_next(state)
+    if step is not None:  # (an iterator of yours: its __next__)
+        try:
+            y, dy = jvp_call(step, None, (ts[1],), state)
+        except StopIteration:
+            return None, None
+        return (y, state), (dy, ts[1])
     if type(state) is TangentGenerator:
         r = ops.iterate(xs, state)
         return r, None if r is None else (state.tangents[-1], state)
@@ -207,7 +219,7 @@ def _iterate(ts, xs, state):
     return r, (d[i], d)
 
 
-@frule(next)
+@frule(next, IndexIter.__next__)  # (its method too: iter(it.__next__, sentinel))
 def _next(ts, it, *default):
     step = own_next(it)
     if step is not None:  # (an iterator of yours)
@@ -353,8 +365,6 @@ def _getattr(ts, x, name, *default):
     dx = now(x, ts[0])
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
-    if isinstance(x, BaseException) and raised_plainly(x) and _holds_values(getattr(x, name, None)):
-        raise carried_plainly(x, user_location())
     prop = _class_attribute(x, name)
     if isinstance(prop, property):
         return jvp_call(prop.fget, None, (dx,), x.__self__ if type(x) is super else x)

@@ -4,7 +4,6 @@ import os
 import sys
 import sysconfig
 
-from ..ir import ops
 from ..ir.emit import EMITTED
 from ..ir.errors import Refusal
 from ..ir.ir import full_name  # noqa: F401  (the one formatter of a callable's name)
@@ -64,30 +63,6 @@ def carried(e, made_at, read_at):
         f"{read_at[0]}:{read_at[1]}: a derivative reaches a value read out of the exception "
         f"{type(e).__name__} made at {made_at[0]}:{made_at[1]} of values that carry one, and "
         f"derivatives do not go through exceptions; return the value, or keep it in a variable")
-
-
-def raised_plainly(e) -> bool:
-    """Whether exception ``e`` was raised by code run plainly (a C function: ``{}[k]``,
-    ``float('x')``), not by a ``raise`` of differentiated code (`ops.throw`), which is
-    the innermost frame of what that raises."""
-    tb = e.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame.f_code not in _RAISES
-
-
-_RAISES = frozenset({ops.throw.__code__, ops.reraise.__code__})
-
-
-def carried_plainly(e, read_at):
-    """The error for a derivative reaching a value read out of exception ``e`` raised by
-    code run plainly (`raised_plainly`): what it was made of is not known."""
-    return NotImplementedError(
-        f"{read_at[0]}:{read_at[1]}: a derivative reaches a value read out of the exception "
-        f"{type(e).__name__} raised by code run plainly (a C function, as {{}}[k] raises KeyError(k)), "
-        f"whose derivative is not followed; keep the value in a variable before the call")
 
 
 def read_through_get(name, desc, read_at):

@@ -185,6 +185,15 @@ def _inputs(args, argnums, what):
     return single, nums, x, [_float_leaf(v, what) for v in _leaves(x)]
 
 
+def _copied(args):
+    """A deep copy of ``args``, or None where one cannot be made (a lock, a module): then
+    the call is taken to change nothing in them."""
+    try:
+        return copy.deepcopy(args)
+    except Exception:  # (copy raises what the object's reduction raises: TypeError, mostly)
+        return None
+
+
 def _skeleton(x):
     """``x`` with its tuples, lists and dicts copied (a named tuple stays one), not its leaves."""
     if isinstance(x, (tuple, list)):
@@ -236,7 +245,7 @@ def forward_jacobian(column, value, args, argnums, has_aux, what):
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
     cols = []
-    given, at = copy.deepcopy(args), args
+    given, at = _copied(args), args
     for j, leaf in enumerate(ins):
         for k in range(leaf.size):
             e = iter(_basis(ins, j, k))
@@ -246,7 +255,7 @@ def forward_jacobian(column, value, args, argnums, has_aux, what):
                 ts[i] = tx if single else tx[n]
             y, dy = column(at, ts)
             cols.append(list(_leaves(dy[0] if has_aux else dy)))
-            if at is args and not _same(args, given):
+            if at is args and given is not None and not _same(args, given):
                 at = None  # (changed by the call: the next columns at copies)
             if at is not args:
                 at = copy.deepcopy(given)

@@ -692,15 +692,36 @@ def _vjp_at_frule(ts, f, args, wrt, kw, dy):
 
 # -- the API functions, as the outer level runs them -----------------------------------
 
+def _kept(args):
+    """A copy of the arguments of an inner gradient, to tell whether ``f`` changes them."""
+    return jax_api._copied(args)
+
+
+def _unchanged(f, args, kept):
+    """Refuse an inner gradient's ``f`` that changed its arguments in place: the inner
+    computation runs ``f`` again on them (`vjp_at`), which would see them changed."""
+    if kept is not None and not jax_api._same(args, kept):
+        _refuse(f"a change in place of its arguments by {full_name(f)}, differentiated to second "
+                f"order", "change a copy of them (a = a.copy(), xs = list(xs)), or differentiate it "
+                "at first order")
+
+
+nondifferentiable(_kept, _unchanged)  # (a level lifting the API functions runs them plainly)
+
+
 def _value_and_gradient(f, args, wrt, kw):
+    kept = _kept(args)
     y = f(*args, **kw)
+    _unchanged(f, args, kept)
     if isinstance(y, (bool, int, np.integer, np.bool_)):
         return y, (None,) * len(args)
     return y, vjp_at(f, args, wrt, kw, api._seed(y, f))
 
 
 def _with_aux(f, args, wrt, kw):
+    kept = _kept(args)
     y = f(*args, **kw)
+    _unchanged(f, args, kept)
     out, _ = jax_api._aux_pair(y, f)
     if isinstance(out, (bool, int, np.integer, np.bool_)):
         return y, (None,) * len(args)

@@ -196,3 +196,47 @@ def extend_partially_taken_list_iterator(x):
 
 
 PROGRAMS = [exhausted_for_twice, exhausted_next_default_twice, max_then_sum, next_default_after_close, star_unpack, list_extend, list_iadd, slice_assign, dict_of_pairs, dict_update, enumerate_reads_state_changed_by_loop, map_reads_state_changed_by_loop, zip_reads_state_changed_by_loop, enumerate_break_then_rest, next_of_map_then_rest, enumerate_endless_generator, next_of_map_list_iterator_then_rest, iterator_class_for, iterator_class_next, iterator_class_sum, iter_returns_genexpr_star_unpack, iter_callable_sentinel, extend_partially_taken_list_iterator]
+
+
+# an iterator of yours is its own iterator: iter(c) is c
+class Counter:
+    def __init__(self, x, n):
+        self.x, self.n, self.i = x, n, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i >= self.n:
+            raise StopIteration
+        self.i += 1
+        return self.x * self.i
+
+
+def iter_of_own_iterator_is_itself(x):
+    c = Counter(x, 3)
+    it = iter(c)
+    a = next(it)
+    return a * it.x if it is c else 0.0
+
+
+def sentinel_callable_that_raises_stop_iteration(x):
+    g = (x * k for k in range(1, 4))
+    return sum(iter(lambda: next(g), None))
+
+
+NAN = float("nan")
+
+
+def sentinel_compared_by_identity_first(x):
+    vals = [x, 2 * x, NAN, 5 * x]
+    return sum(iter(lambda: vals.pop(0), NAN))
+
+
+def sentinel_list_iterator_method(x):
+    it = iter([x, 2 * x])
+    return sum(iter(it.__next__, None))
+
+
+PROGRAMS += [iter_of_own_iterator_is_itself, sentinel_callable_that_raises_stop_iteration,
+             sentinel_compared_by_identity_first, sentinel_list_iterator_method]

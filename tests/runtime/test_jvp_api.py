@@ -244,3 +244,19 @@ def test_jacobians_pass_keyword_arguments_through(jac):
     f = lambda x, *, s, shift=0.0: np.sin(x) * s + shift  # noqa: E731
     x = np.array([0.3, -1.2])
     assert np.allclose(jac(f)(x, s=3.0, shift=1.0), np.diag(3.0 * np.cos(x)))
+
+
+@pytest.mark.regression
+def test_a_jacobian_given_an_argument_that_cannot_be_copied():
+    # (the arguments were copied to tell whether the call changed them: TypeError, cannot
+    # pickle '_thread.lock' or 'module')
+    import threading
+
+    def f(x, lock, m):
+        with lock:
+            return m.sin(x) * x
+    x = np.array([0.5, 2.0])
+    want = np.diag(np.cos(x) * x + np.sin(x))
+    np.testing.assert_allclose(jacfwd(f)(x, threading.Lock(), np), want, rtol=1e-12)
+    np.testing.assert_allclose(bytegrad.hessian(lambda x, lock: np.sum(f(x, lock, np)))(x, threading.Lock()),
+                               np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-12)

@@ -529,3 +529,20 @@ def test_a_change_in_place_at_second_order_is_refused_by_line_in_every_combinati
     for f in (in_list, in_array, in_dict) + ((appended,) if (outer, inner) != ("forward", "forward") else ()):
         with pytest.raises(bytegrad.NestingError, match=r"test_nesting\.py:\d+: .*change in place"):
             OUTER[outer](lambda y: INNER[inner](f, y))(0.7)
+
+
+def _squares_its_first(xs):
+    xs[0] = xs[0] ** 2  # (changes its argument)
+    return xs[0] * xs[1]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("second", [
+    lambda f, x: bytegrad.jvp(bytegrad.grad(f), (x,), (np.array([1.0, 0.0]),)),
+    lambda f, x: bytegrad.hessian(lambda v: (f(v), 0.0), has_aux=True)(x),
+    lambda f, x: bytegrad.jacfwd(bytegrad.grad(f))(x)], ids=["jvp of grad", "hessian with aux", "jacfwd of grad"])
+def test_forward_over_reverse_refuses_a_function_that_changes_its_arguments(second):
+    # (the inner gradient ran f again on what f had changed: [[0, 10.1], [3, 0]] for
+    # [[4, 3], [3, 0]], silently)
+    with pytest.raises(bytegrad.NestingError, match=r"test_nesting\.py:\d+: .*a change in place of its arguments"):
+        second(_squares_its_first, np.array([1.5, 2.0]))

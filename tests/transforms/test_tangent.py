@@ -4,6 +4,7 @@ complex numbers, against central finite differences and against the reverse-mode
 gradient (``<grad f, v>`` is the directional derivative ``jvp`` computes)."""
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import functools
@@ -687,3 +688,28 @@ def test_a_subclass_of_list_keeps_its_items_tangents():
 def test_copy_runs_the_classes_own_copy_and_pickle_hooks(cls, copier):
     # (they ran plainly, and the copy took its original's tangent as it was: 4.5 for 6.0)
     check_jvp(copied_by_own_hooks(cls, copier), 0.7)
+
+
+class _KeysOnly:
+    def __init__(self, x):
+        self.d = {"a": x, "b": 3.0}
+
+    def keys(self):
+        return ["a", "b"]
+
+    def __getitem__(self, k):
+        return self.d[k]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("make", [lambda x: collections.UserDict({"a": x, "b": 2.0}), _KeysOnly],
+                         ids=["UserDict", "keys and __getitem__"])
+def test_dict_of_a_mapping_of_yours_reads_it_by_its_keys(make):
+    # (it was taken for a sequence of pairs: ValueError, KeyError 0; a silent 0.0 before)
+    def f(x):
+        d = dict(make(x))
+        e = {}
+        e.update(make(x * x))
+        return d["a"] * d["b"] + e["a"]
+    y, dy = bytegrad.jvp(f, (1.3,), (1.0,))
+    assert dy == pytest.approx(fd_directional(f, [1.3], [1.0]), rel=1e-6)
