@@ -195,24 +195,17 @@ def extend_partially_taken_list_iterator(x):
     return lst[1] * lst[0]
 
 
-PROGRAMS = [exhausted_for_twice, exhausted_next_default_twice, max_then_sum, next_default_after_close, star_unpack, list_extend, list_iadd, slice_assign, dict_of_pairs, dict_update, enumerate_reads_state_changed_by_loop, map_reads_state_changed_by_loop, zip_reads_state_changed_by_loop, enumerate_break_then_rest, next_of_map_then_rest, enumerate_endless_generator, next_of_map_list_iterator_then_rest, iterator_class_for, iterator_class_next, iterator_class_sum, iter_returns_genexpr_star_unpack, iter_callable_sentinel, extend_partially_taken_list_iterator]
+PROGRAMS = [exhausted_for_twice, exhausted_next_default_twice, max_then_sum,
+            next_default_after_close, star_unpack, list_extend, list_iadd, slice_assign,
+            dict_of_pairs, dict_update, enumerate_reads_state_changed_by_loop,
+            map_reads_state_changed_by_loop, zip_reads_state_changed_by_loop,
+            enumerate_break_then_rest, next_of_map_then_rest, enumerate_endless_generator,
+            next_of_map_list_iterator_then_rest, iterator_class_for, iterator_class_next,
+            iterator_class_sum, iter_returns_genexpr_star_unpack, iter_callable_sentinel,
+            extend_partially_taken_list_iterator]
 
 
 # an iterator of yours is its own iterator: iter(c) is c
-class Counter:
-    def __init__(self, x, n):
-        self.x, self.n, self.i = x, n, 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.i >= self.n:
-            raise StopIteration
-        self.i += 1
-        return self.x * self.i
-
-
 def iter_of_own_iterator_is_itself(x):
     c = Counter(x, 3)
     it = iter(c)
