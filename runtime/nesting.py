@@ -693,17 +693,21 @@ def _vjp_at_frule(ts, f, args, wrt, kw, dy):
 # -- the API functions, as the outer level runs them -----------------------------------
 
 def _kept(args):
-    """A copy of the arguments of an inner gradient, to tell whether ``f`` changes them."""
-    return jax_api._copied(args)
+    """What an inner gradient's ``f`` may change, before it runs: a copy of its arguments,
+    and the changes in place the outer forward level has followed so far."""
+    return jax_api._copied(args), _changes_so_far(current())
 
 
 def _unchanged(f, args, kept):
-    """Refuse an inner gradient's ``f`` that changed its arguments in place: the inner
-    computation runs ``f`` again on them (`vjp_at`), which would see them changed."""
-    if kept is not None and not jax_api._same(args, kept):
+    """Refuse an inner gradient's ``f`` that changed its arguments, or anything the outer
+    forward level follows (a global array, a list it built), in place: the inner
+    computation runs ``f`` again (`vjp_at`), which would see what it changed."""
+    copied, before = kept
+    if copied is not None and not jax_api._same(args, copied):
         _refuse(f"a change in place of its arguments by {full_name(f)}, differentiated to second "
                 f"order", "change a copy of them (a = a.copy(), xs = list(xs)), or differentiate it "
                 "at first order")
+    refuse_changes(current(), f, before)
 
 
 nondifferentiable(_kept, _unchanged)  # (a level lifting the API functions runs them plainly)
