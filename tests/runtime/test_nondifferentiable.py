@@ -26,6 +26,8 @@ _BY_DESIGN = {
     "numpy.empty_like": "its values are whatever memory held, not functions of the input",
     "numpy._core._multiarray_umath.empty_like": "np.empty_like's C implementation (the same)",
     "bytegrad.ir.ops.raise_from": "it gives an exception its cause (the check passes floats)",
+    "bytegrad.runtime.nesting._kept": "a copy of the arguments, compared after the call, which no "
+                                      "gradient may reach",
 }
 
 
