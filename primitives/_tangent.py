@@ -11,7 +11,7 @@ from ._frozen import np
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
-from .containers import IndexIter, by_next, own_next, python_iterable
+from .containers import IndexIter, as_dict, by_next, own_next, python_iterable
 
 
 def plus(a, b):
@@ -98,15 +98,11 @@ def listed(xs, d):
     by Python code) taken into the list of its items and their tangents: for a rule that
     takes all of them and reads them as a list's."""
     if hasattr(type(xs), "keys") and not isinstance(xs, dict):  # (a mapping of yours: its keys' items)
-        return jvp_call(_as_dict, None, (d,), xs)
+        return jvp_call(as_dict, None, (d,), xs)
     if type(xs) is TangentGenerator or type(xs) is IndexIter or python_iterable(xs):
         return consume(xs, d)
     return xs, d
 
-
-def _as_dict(m):
-    """A mapping as ``dict(m)`` and ``d.update(m)`` read it: ``m[k]`` for ``k in m.keys()``."""
-    return {k: m[k] for k in m.keys()}
 
 
 def consume_rows(xss, ts, strict=False):

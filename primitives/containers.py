@@ -234,6 +234,11 @@ def called_until(f, sentinel):
         yield v
 
 
+def as_dict(m):
+    """A mapping as ``dict(m)`` and ``d.update(m)`` read it: ``m[k]`` for ``k in m.keys()``."""
+    return {k: m[k] for k in m.keys()}
+
+
 def own_next(it):
     """The ``__next__`` of iterator ``it`` if it is Python code of yours, else None."""
     t = type(it)
@@ -669,6 +674,14 @@ def _mapping(make, lead=0):
     def r(*args, **kw):
         head, xs = args[:lead], args[lead:]
         src = xs[0] if xs else None
+        if src is not None and not isinstance(src, dict) and hasattr(type(src), "keys"):
+            m, pb_m = forward(as_dict, src)  # (a mapping of yours: read by its keys)
+            y, back = r(*head, m, *xs[1:], **kw)
+
+            def through(d):
+                g = back(d)
+                return g[:1 + lead] + (pb_m(g[1 + lead])[1],) + g[2 + lead:]
+            return y, wrapping(pb_m, through)
         if src is not None and not isinstance(src, dict):
             src = [tuple(p) for p in src]  # pairs: a later pair of a key overwrites an earlier one
             last = {k: i for i, (k, _) in enumerate(src)}

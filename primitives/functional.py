@@ -428,9 +428,14 @@ def _extends_list(args):
     return type(args[0]) is list
 
 
-for _f in (list, tuple, dict, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend,
-           list.extend):
+def _pairs(args):
+    """Whether ``dict(x)`` iterates ``x``: not a mapping, which it reads by its keys."""
+    return not (args and hasattr(type(args[0]), "keys"))
+
+
+for _f in (list, tuple, ops.unpack, ops.unpack_ex, ops.apply, ops.list_extend, list.extend):
     _wrap(_f, _materialized)
+_wrap(dict, _materialized, iterates=_pairs)
 _wrap(operator.iadd, _list_iadd, iterates=_extends_list)
 
 

@@ -713,3 +713,8 @@ def test_dict_of_a_mapping_of_yours_reads_it_by_its_keys(make):
         return d["a"] * d["b"] + e["a"]
     y, dy = bytegrad.jvp(f, (1.3,), (1.0,))
     assert dy == pytest.approx(fd_directional(f, [1.3], [1.0]), rel=1e-6)
+
+    def g(x):  # (reverse mode too, for dict(); it crashed inside the library)
+        d = dict(make(x))
+        return d["a"] * d["b"] * x
+    check_jvp(g, 1.3)
