@@ -11,7 +11,7 @@ from ._frozen import np
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
-from .containers import IndexIter, as_dict, by_next, own_next, python_iterable
+from .containers import IndexIter, _by_index, as_dict, by_next, own_next, python_iterable
 
 
 def plus(a, b):
@@ -61,25 +61,14 @@ def seq(d, x):
 def python_iterated(xs, d):
     """``(iterator, its tangent)`` for ``xs`` whose iteration is Python code of yours
     (`containers.python_iterable`): its ``__iter__`` run in forward mode, or its items read
-    by ``__getitem__`` from 0 until IndexError, taken at once."""
+    by ``__getitem__`` from 0 until IndexError."""
     method = getattr(type(xs), "__iter__", None)
     if method is not None:
         it, dit = jvp_call(method, None, (d,), xs)
         if own_next(it) is not None:  # (an iterator of yours: its __next__ run, lazily)
             return jvp_call(by_next, None, (dit,), it)
         return it, dit
-    v, dv = jvp_call(_items_by_index, None, (d,), xs)
-    return IndexIter(v), dv
-
-
-def _items_by_index(xs):
-    out, i = [], 0
-    while True:
-        try:
-            out.append(xs[i])
-        except IndexError:
-            return out
-        i += 1
+    return jvp_call(_by_index, None, (d,), xs)  # (reverse mode's generator, lazily)
 
 
 def consume(xs, d):

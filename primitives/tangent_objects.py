@@ -129,7 +129,7 @@ def _unpack(ts, xs, n):
         v, d = consume(xs, ts[0])
         return ops.unpack(v, n), None if d is None else tuple(d)
     d = now(xs, ts[0])
-    if python_iterable(xs):
+    if type(xs) is not tuple and type(xs) is not list and python_iterable(xs):
         xs, d = consume(xs, d)
     y = ops.unpack(xs, n)
     if d is None or type(xs) not in (list, tuple, np.ndarray) and not isinstance(xs, tuple):
@@ -199,18 +199,18 @@ def _index_iter(ts, xs):  # (as ``iter``'s, for a level lifting `_iter`)
 
 @frule(ops.iterate)
 def _iterate(ts, xs, state):
-    step = own_next(state)
-    if step is not None:  # (an iterator of yours: its __next__)
-        try:
+    if type(state) is not IndexIter:  # (a sequence's, the usual case, below)
+        if type(state) is TangentGenerator:
+            r = ops.iterate(xs, state)
+            return r, None if r is None else (state.tangents[-1], state)
+        step = own_next(state)
+        if step is None:
+            return ops.iterate(xs, state), None
+        try:  # (an iterator of yours: its __next__)
             y, dy = jvp_call(step, None, (ts[1],), state)
         except StopIteration:
             return None, None
         return (y, state), (dy, ts[1])
-    if type(state) is TangentGenerator:
-        r = ops.iterate(xs, state)
-        return r, None if r is None else (state.tangents[-1], state)
-    if type(state) is not IndexIter:
-        return ops.iterate(xs, state), None
     i = state.i
     r = ops.iterate(xs, state)
     d = current().refresh(state.xs, ts[1])  # (the sequence may have been changed since iter)
@@ -221,7 +221,7 @@ def _iterate(ts, xs, state):
 
 @frule(next, IndexIter.__next__)  # (its method too: iter(it.__next__, sentinel))
 def _next(ts, it, *default):
-    step = own_next(it)
+    step = None if type(it) is IndexIter else own_next(it)
     if step is not None:  # (an iterator of yours)
         try:
             return jvp_call(step, None, (ts[0],), it)
