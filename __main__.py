@@ -70,12 +70,12 @@ def dump(fn, stages, fmt, arrays=False) -> str:
     from .ir.printer import dot, dots
     from .runtime.api import stages as stages_of
     from .runtime.jax_api import tangent_stages
-    st = stages_of(fn, arrays) if set(stages) - {"tangent"} else None
+    st = stages_of(fn, arrays) if set(stages) - {"tangent", "batched"} else None
     if len(stages) > 1 and st is not None and st.lifted.meta.generator:
         stages = [s for s in stages if s != "tangent"]  # (forward mode takes no generator yet)
     out = []
     for s in stages:
-        ir = tangent_stages(fn).tangent if s == "tangent" else getattr(st, s)
+        ir = tangent_stages(fn, s == "batched").tangent if s in ("tangent", "batched") else getattr(st, s)
         if fmt == "dot":
             out.append((f"{s} {fn.__qualname__}", ir))
         else:
@@ -130,9 +130,9 @@ def main(argv=None):
     ir = sub.add_parser("ir", help="IR tools").add_subparsers(dest="ircmd", required=True)
     d = ir.add_parser("dump", help="print the lifted, forward, adjoint and tangent IR of a function")
     d.add_argument("target", help="FILE.py:FUNC or module.path:FUNC")
-    d.add_argument("--stage", choices=STAGES + ("typed", "fused", "all"), default="all",
-                   help="typed and fused (the compiled tier's typed IR and generated source) "
-                        "need --args")
+    d.add_argument("--stage", choices=STAGES + ("batched", "typed", "fused", "all"), default="all",
+                   help="batched: the tangent code jacfwd runs on batches of tangents; typed and "
+                        "fused (the compiled tier's typed IR and generated source) need --args")
     d.add_argument("--args", help='argument types for --stage typed or fused: "float64[:], float64"')
     d.add_argument("--argnums", type=int, nargs="*", help="for --stage fused: the arguments whose "
                                                           "gradients it computes (default all)")

@@ -3,8 +3,8 @@
 ``hvp`` (forward over reverse) against the reverse gradient of the same function, for
 the Rosenbrock loop over ``x[i]`` (n = 1,000; written ``s = s + …`` and ``s += …``) and the MLP loss (256², batch 64, in
 ``W1``), with the Rosenbrock loop's ``jvp`` beside them (the tangent code ``hvp``
-differentiates); and ``hessian`` of the Rosenbrock loop at n = 100 against 100 ``hvp``
-calls.  Each ratio comes from interleaved rounds in this one process
+differentiates); ``hessian`` of the Rosenbrock loop at n = 100 against 100 ``hvp``
+calls; and ``jacfwd`` of it, its columns batched, against 100 ``jvp`` calls.  Each ratio comes from interleaved rounds in this one process
 (``timer.compare``: one sample of each function per round), with the garbage collector
 on, BLAS on one thread and ``--ballast`` (default 10⁶) small live objects held, as
 ``bench/targets.py`` measures; it is the median over the rounds with its interquartile
@@ -108,6 +108,26 @@ def hessian_pair():
     return (lambda: bytegrad.hessian(rosenbrock)(x)), hvps
 
 
+def jacfwd_pair():
+    """``(jacfwd of the Rosenbrock loop at n = 100, 100 jvps)``, checked: the batched
+    columns (runtime/batching.py) against one jvp per column."""
+    import bytegrad
+    x = _rosenbrock_args(100)[0]
+    eye = np.eye(len(x))
+    _check("jacfwd", bytegrad.jacfwd(rosenbrock)(x),
+           np.array([bytegrad.jvp(rosenbrock, (x,), (e,))[1] for e in eye]), 1e-12)
+
+    def jvps():
+        for e in eye:
+            bytegrad.jvp(rosenbrock, (x,), (e,))
+    return (lambda: bytegrad.jacfwd(rosenbrock)(x)), jvps
+
+
+# (name, what it is measured against, target or None, the table's label)
+PAIRS = (("hessian", "100 hvps", HESSIAN_TARGET, "`hessian` of the Rosenbrock loop, n = 100"),
+         ("jacfwd", "100 jvps", None, "`jacfwd` of the Rosenbrock loop, n = 100 (batched)"))
+
+
 def fmt_ratio(r):
     return f"{r['median']:.2f}× [{r['q1']:.2f}–{r['q3']:.2f}]"
 
@@ -122,11 +142,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ballast", type=int, default=1_000_000)
     ap.add_argument("--out", type=Path, default=RESULTS)
-    ap.add_argument("--no-hessian", action="store_true", help="skip hessian against 100 hvps")
+    ap.add_argument("--no-hessian", action="store_true",
+                    help="skip hessian against 100 hvps and jacfwd against 100 jvps")
     a = ap.parse_args(argv)
     keep = ballast(a.ballast)  # noqa: F841  (held while measuring)
     work = workloads()
-    pair = None if a.no_hessian else hessian_pair()
+    pairs = {} if a.no_hessian else {"hessian": hessian_pair(), "jacfwd": jacfwd_pair()}
     runs = []
     for rep in range(a.repeat):
         run = {}
@@ -134,10 +155,11 @@ def main(argv=None):
             log(f"[{rep + 1}/{a.repeat}] {name}")
             run[name] = compare(fns, ratios=[(k, "gradient") for k in fns if k != "gradient"],
                                 budget=a.budget)
-        if pair is not None:
-            log(f"[{rep + 1}/{a.repeat}] hessian, n = 100")
-            run["hessian"] = compare({"hessian": pair[0], "100 hvps": pair[1]},
-                                     ratios=[("hessian", "100 hvps")], budget=a.budget)
+        for name, against, _, _ in PAIRS:
+            if name in pairs:
+                log(f"[{rep + 1}/{a.repeat}] {name}, n = 100")
+                run[name] = compare({name: pairs[name][0], against: pairs[name][1]},
+                                    ratios=[(name, against)], budget=a.budget)
         runs.append(run)
 
     lines = ["# Hessian-vector products (issue 11)", "",
@@ -162,16 +184,18 @@ def main(argv=None):
             r = m["ratios"]["jvp/gradient"]
             lines.append(f"| {name} | {i + 1} | {fmt_ms(m['times']['jvp'])} | {fmt_ratio(r)} | "
                          f"≤ {JVP_TARGET:g}× | {'met' if r['median'] <= JVP_TARGET else 'NOT met'} |")
-    if pair is not None:
-        lines += ["", "| workload | repeat | hessian | 100 hvps | hessian / 100 hvps | target | verdict |",
+    for name, against, target, label in PAIRS:
+        if name not in pairs:
+            continue
+        lines += ["", f"| workload | repeat | {name} | {against} | {name} / {against} | target | verdict |",
                   "|---|---|---|---|---|---|---|"]
         for i, run in enumerate(runs):
-            m = run["hessian"]
-            r = m["ratios"]["hessian/100 hvps"]
-            lines.append(f"| `hessian` of the Rosenbrock loop, n = 100 | {i + 1} | "
-                         f"{fmt_ms(m['times']['hessian'])} | {fmt_ms(m['times']['100 hvps'])} | "
-                         f"{fmt_ratio(r)} | ≤ {HESSIAN_TARGET:g}× | "
-                         f"{'met' if r['median'] <= HESSIAN_TARGET else 'NOT met'} |")
+            m = run[name]
+            r = m["ratios"][f"{name}/{against}"]
+            verdict = "—" if target is None else "met" if r["median"] <= target else "NOT met"
+            lines.append(f"| {label} | {i + 1} | {fmt_ms(m['times'][name])} | "
+                         f"{fmt_ms(m['times'][against])} | {fmt_ratio(r)} | "
+                         f"{'—' if target is None else f'≤ {target:g}×'} | {verdict} |")
     text = "\n".join(lines) + "\n"
     print(text)
     a.out.mkdir(parents=True, exist_ok=True)

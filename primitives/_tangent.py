@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._frozen import np
 
+from ..runtime.batching import Batch, broadcast
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call
 from ..runtime.tangents import current
@@ -41,6 +42,8 @@ def fit(dy, y):
     smaller than the result) and a floating dtype; None stays None."""
     if dy is None or type(y) is not np.ndarray:
         return dy
+    if type(dy) is Batch:
+        return broadcast(dy, y.shape)
     if type(dy) is not np.ndarray or dy.shape != y.shape:
         return np.broadcast_to(dy, y.shape).copy()
     return dy

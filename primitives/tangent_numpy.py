@@ -41,6 +41,7 @@ def _unary(f, mode, deriv):
             return y, None
         u = deriv(_arr(x), y)
         return y, fit(d / u if mode is DIV else d * u, y)
+    fr.batches = True
     return fr
 
 

@@ -29,7 +29,8 @@ from ._frozen import np
 from ..ir import ops
 from ..runtime.algebra import is_differentiable
 from ..runtime.errors import carried, read_through_get, running_frame, user_location
-from ..runtime.frules import frule
+from ..runtime.batching import batches
+from ..runtime.frules import FRULES, frule
 from ..runtime.generators import TangentGenerator
 from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
@@ -590,6 +591,7 @@ def _list_method(m, change):
         d = sh.writable(xs, ts[0], f"'list.{m.__name__}'")  # (as the list is before the change)
         y = m(xs, *args)
         return y, change(ts, xs, d, *args, before=before)
+    fr.batches = True
     return fr
 
 
@@ -640,6 +642,7 @@ def _merging(merge):
         if ts[0] is None and ts[1] is None:
             return d, None
         return d, ops.dict_update(ts[0] if ts[0] is not None else {}, ts[1] or {})
+    fr.batches = True
     return fr
 
 
@@ -859,3 +862,11 @@ def _set_maker(make):
 
 for _make in (ops.build_set, set, frozenset):
     _set_maker(_make)
+
+
+# (what they do with a tangent is right for a batch of them: runtime/batching.py)
+batches(_build_tuple, _build_list, _list_to_tuple, _build_dict, _identity, _getitem, _unpack, _iter,
+        _index_iter, _iterate, _next, _reversed, _items, _values, _get, _getattr, FRULES[list], FRULES[tuple],
+        _setattr, _delattr, _setitem, _delitem, _comprehension_append, _comprehension_extend, _map_add,
+        _update, _apply, _partial, _dict_pop, _setdefault, _make_cell, _cell_get, _cell_set, _closure_cell,
+        _make_function)

@@ -25,6 +25,7 @@ import types
 
 from ._frozen import math, np
 
+from ..runtime.batching import batches
 from ..runtime.frules import FRULES, derived, frule
 from ..runtime.jvp import jvp_call
 from ..runtime.rules import RULES
@@ -74,7 +75,7 @@ def _arith(op, name, rname, numbers, sequences=None):
             return objects(ts, a, b)
         y = op(a, b)
         return y, fit(numbers(ts, a, b, y), y)
-    fr.dual = True  # (its scalar path is what transforms/tangent.py `_DUAL` writes out)
+    fr.dual = fr.batches = True  # (its scalar path is what transforms/tangent.py `_DUAL` writes out)
     return fr
 
 
@@ -175,7 +176,7 @@ def _in_place(iop, op):
         elif t is not None:
             t[...] = 0.0 if dy is None else dy
         return y, sh.refresh(a, None)
-    fr.dual = True  # (a number's: the operator's)
+    fr.dual = fr.batches = True  # (a number's: the operator's; an array's abandons a batch)
     return fr
 
 
@@ -201,6 +202,7 @@ def _neg(ts, a):
 
 
 _neg.dual = True
+batches(_neg)
 
 
 @frule(operator.pos)
@@ -223,11 +225,17 @@ def _abs(ts, a):
     return y, d * ((a > 0) - (a < 0))
 
 
+batches(_pos, _abs)
+
+
 @frule(builtins.pow)
 def _builtin_pow(ts, a, b, *mod):
     if mod:
         return pow(a, b, *mod), None
     return FRULES[operator.pow](ts, a, b)
+
+
+batches(_builtin_pow)
 
 
 # -- math and cmath -------------------------------------------------------------------
@@ -240,6 +248,7 @@ def _math_unary(m, f, df):
             return y, None
         u = df(m, x if type(x) in (float, complex) else (float(x) if m is math else complex(x)), y)
         return y, d * u
+    fr.batches = True
 
 
 for _m, _real in ((_math, math), (_cmath, None)):

@@ -16,10 +16,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ir.ir import full_name
-from . import shadow, tangents as shadows
+from . import batching, shadow, tangents as shadows
 from .api import _callable, pullback
 from .computing import computing
-from .jvp import compiled_tangent, jvp_call
+from .jvp import BATCHED, compiled_tangent, jvp_call
 
 _COMPUTING = computing()
 
@@ -231,22 +231,41 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         g = functools.partial(f, **kw) if kw else f
         return forward_jacobian(lambda a, ts: jvp(g, a, ts), lambda: g(*args), args, argnums,
-                                has_aux, "jacfwd")
+                                has_aux, "jacfwd", lambda a, ts: _batched_jvp(g, a, ts))
     return jac
 
 
-def forward_jacobian(column, value, args, argnums, has_aux, what):
+def _batched_jvp(f, primals, tangents):
+    """`jvp` of ``f`` along the directions of the `batching.Batch`es in ``tangents``:
+    ``(y, dy)``, ``dy`` holding Batches; raises `batching.Abandon` where the directions
+    must be taken one at a time."""
+    state = batching.State()
+    with _COMPUTING, shadow.fresh(), shadows.isolated_at(0, shadows.TangentShadow(state)):
+        try:
+            y, dy = jvp_call(f, None, tuple(tangents), *primals)
+        except batching.Unbatchable:
+            raise batching.abandon(state) from None
+    if state.abandoned:  # (also where code of yours caught the Abandon)
+        raise batching.Abandon
+    return y, dy
+
+
+def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
     """`jacfwd`'s Jacobian in ``argnums`` from ``column(args, ts)``, ``(y, J ts)`` for the
     tangents ``ts`` of the arguments (one per element of the inputs), and ``value()``,
     the output, where no column gave it (y None); ``value`` None: the output is laid
     out as the inputs are (a gradient's).  A function that changes its arguments in
     place leaves them as one call leaves them; each other column is computed at a copy
-    of them as they were given."""
+    of them as they were given.  ``batched(args, ts)``, where given, computes many
+    columns in one pass (`_batched_columns`), or abandons them to ``column``."""
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
-    cols = []
-    given, at = _copied(args), args
-    for j, leaf in enumerate(ins):
+    given = _copied(args)
+    done = _batched_columns(batched, args, given, x, ins, single, nums, has_aux) \
+        if batched is not None and given is not None and not shadows.levels() else None
+    y, cols = done or (None, [])
+    at = args
+    for j, leaf in enumerate(ins if done is None else ()):
         for k in range(leaf.size):
             e = iter(_basis(ins, j, k))
             tx = _rebuild(x, e)
@@ -273,6 +292,52 @@ def forward_jacobian(column, value, args, argnums, has_aux, what):
             at += 1
     out = _assemble(J, y, x, single)
     return (out, aux) if has_aux else out
+
+
+_BATCHED_ELEMENTS = 1 << 20  # a batched pass's directions × input elements: 8 MiB of tangents
+
+
+def _batched_columns(batched, args, given, x, ins, single, nums, has_aux):
+    """``(y, columns)`` of the Jacobian from batched passes of ``batched``, as many columns
+    at a time as `_BATCHED_ELEMENTS` allows, each pass at a copy of the arguments as they
+    were given; None where the batch was abandoned (`runtime/batching.py`), or the
+    function changed its arguments (which one call of it must leave changed)."""
+    total = sum(leaf.size for leaf in ins)
+    chunk = max(1, _BATCHED_ELEMENTS // max(total, 1))
+    y, cols = None, []
+    for start in range(0, total, chunk):
+        k = min(chunk, total - start)
+        tx = _rebuild(x, iter(_batch_basis(ins, start, k)))
+        ts = [None] * len(args)
+        for n, i in enumerate(nums):
+            ts[i] = tx if single else tx[n]
+        at = copy.deepcopy(given)
+        try:
+            y, dy = batched(at, ts)
+        except batching.Abandon:
+            return None
+        if not _same(at, given):  # (it changes its arguments: the columns leave them so)
+            return None
+        held = _held(at)
+        for j in range(k):
+            d = _dense(batching.part(dy, j), y, held)
+            cols.append(list(_leaves(d[0] if has_aux else d)))
+    return (y, cols) if cols else None
+
+
+def _batch_basis(ins, start, k):
+    """For each input leaf, the Batch of its tangents along columns ``start`` to
+    ``start + k`` of the identity (None where they are all zero)."""
+    at = 0
+    for leaf in ins:
+        lo, hi = max(start, at), min(start + k, at + leaf.size)
+        if lo >= hi:
+            yield None
+        else:
+            b = np.zeros((k, leaf.size), leaf.dtype)
+            b[np.arange(lo, hi) - start, np.arange(lo, hi) - at] = 1
+            yield batching.Batch(b.reshape((k,) + leaf.shape))
+        at += leaf.size
 
 
 def _basis(ins, j, k):
@@ -356,6 +421,8 @@ def _aux_pair(y, f):
     return y[0], y[1]
 
 
-def tangent_stages(f):
-    """The IR stages of ``f``'s forward mode: ``lifted``, ``primal`` and ``tangent``."""
-    return compiled_tangent(getattr(f, "__func__", f)).stages
+def tangent_stages(f, batched=False):
+    """The IR stages of ``f``'s forward mode: ``lifted``, ``primal`` and ``tangent``
+    (``batched``: the tangent code `jacfwd` runs on batches of tangents, every call
+    through ``jvp_call``: runtime/batching.py)."""
+    return compiled_tangent(getattr(f, "__func__", f), BATCHED if batched else None).stages

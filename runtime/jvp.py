@@ -18,7 +18,7 @@ import numpy as np
 from ..ir import lift
 from ..ir.emit import emit
 from ..transforms.tangent import transform_tangent
-from . import forward as fw
+from . import batching, forward as fw
 from .binding import bind
 from .cache import Cache, still_decided
 from .errors import full_name, user_location
@@ -31,10 +31,10 @@ from .tangents import ForwardModeError, current, now
 class TangentCompiled:
     """The tangent code of one code object, for the globals it was decided in."""
 
-    def __init__(self, code, reading, wrt=None):
+    def __init__(self, code, reading, variant=None):
         lifted = lift(code)
         self.generator = lifted.meta.generator  # (its tangent code yields (item, tangent) pairs)
-        self.stages = transform_tangent(lifted, _Hooks, reading)
+        self.stages = transform_tangent(lifted, _BatchedHooks if variant == BATCHED else _Hooks, reading)
         self.still_decided = still_decided(reading.decided())
         self.tangent_code = emit(self.stages.tangent)
         m = self.stages.lifted.meta
@@ -44,9 +44,12 @@ class TangentCompiled:
 _CACHE = Cache(TangentCompiled)
 
 
-def compiled_tangent(f) -> TangentCompiled:
+BATCHED = "batched"  # the variant whose every call goes through jvp_call (see runtime/batching.py)
+
+
+def compiled_tangent(f, variant=None) -> TangentCompiled:
     """The tangent code of Python function ``f``, made on first use."""
-    return _CACHE.get(f.__code__, f.__globals__)
+    return _CACHE.get(f.__code__, f.__globals__, variant)
 
 
 def jvp_call(f, df, dargs, /, *args, **kw):
@@ -64,16 +67,18 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
             dkw = {k: sh.refresh(v, (dkw or {}).get(k)) for k, v in kw.items()}
     fr = frule_for(f)
     if fr is not None and not kw:
-        y, dy = fr(dargs, *args)
+        y, dy = fr(dargs, *args) if not sh.batch else batching.call(sh.batch, f, fr, record_of(f), dargs, args)
     elif type(f) is types.FunctionType and fr is None and record_of(f) is None:
         # a Python function, inline: one frame less per level of a recursion
-        c = _CACHE.get(f.__code__, f.__globals__)
+        c = _CACHE.get(f.__code__, f.__globals__, sh.batch and BATCHED or None)
         if kw or len(args) != c.arity:
             params, dparams = _bind(f, args, kw, dargs, dkw or {})
         else:
             params, dparams = args, dargs
         y = types.FunctionType(c.tangent_code, f.__globals__)(f, *params, df, *dparams)
         if c.generator:
+            if sh.batch:  # (its items' tangents are taken one at a time)
+                raise batching.abandon(sh.batch)
             y = dy = TangentGenerator(y, f.__qualname__)
         else:
             y, dy = y
@@ -151,7 +156,7 @@ def _with_keywords(f, fr, dargs, dkw, args, kw):
     parameters move there with their tangents; a nonzero tangent of one that stays a
     keyword is refused."""
     if not kw:
-        return fr(dargs, *args)
+        return _called(f, fr, dargs, args, {})
     r = record_of(f) or _PLANS.setdefault(f, Rule())
     b = bind(f, r, args, kw)
     new, rest, moved = (args, kw, {}) if b is None else b
@@ -159,12 +164,20 @@ def _with_keywords(f, fr, dargs, dkw, args, kw):
     for k, i in moved.items():
         ds[i] = dkw.get(k)
     if getattr(fr, "keyword_tangents", False):
-        return fr(tuple(ds) + ({k: dkw.get(k) for k in rest},), *new, **rest)
+        return _called(f, fr, tuple(ds) + ({k: dkw.get(k) for k in rest},), new, rest)
     stuck = [k for k in rest if dkw.get(k) is not None]
     if stuck:
         raise NoForwardRuleError(f, f"its forward rule takes no tangent for the keyword argument "
                                     f"{stuck[0]!r}; pass it by position")
-    return fr(tuple(ds), *new, **rest)
+    return _called(f, fr, tuple(ds), new, rest)
+
+
+def _called(f, fr, ts, args, kw):
+    """``fr(ts, *args, **kw)``, through `batching.call` where the tangents are batched."""
+    state = current().batch
+    if state:
+        return batching.call(state, f, fr, record_of(f), ts, args, kw)
+    return fr(ts, *args, **kw)
 
 
 def _bind(f, args, kw, dargs, dkw):
@@ -247,3 +260,11 @@ class _Hooks(fw._Hooks):
         on real scalars (and reads of array elements): the library's own rule says so
         with ``dual = True``; one registered over it is called."""
         return getattr(frule_for(f), "dual", False)
+
+
+class _BatchedHooks(_Hooks):
+    """Tangent code for batched tangents: every call goes through `jvp_call`, which hands
+    the forward rule the batch (`batching.call`); no arithmetic is written out."""
+
+    frule_for = staticmethod(lambda f: None)
+    dual = staticmethod(lambda f: False)

@@ -18,16 +18,18 @@ import threading
 import numpy as np
 
 from ..ir.errors import Refusal
+from .batching import abandon
 from .errors import user_location
-from .shadow import region, root
+from .shadow import _stack, region, root
 
 _DEPTH = 100  # deeper parts of a container are handed on as they are
 
 
 class TangentShadow:
-    __slots__ = ("entries", "cells", "defaults", "raised")
+    __slots__ = ("entries", "cells", "defaults", "raised", "batch")
 
-    def __init__(self):
+    def __init__(self, batch=None):
+        self.batch = batch  # a `batching.State` where tangents are Batches: a change in place abandons them
         self.entries = {}  # id → (object, its tangent)
         self.cells = {}  # id of a cell → (cell, the tangent of its contents)
         self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)
@@ -80,6 +82,8 @@ class TangentShadow:
         ``what`` names the write for an error."""
         e = self.entries.get(id(x))
         if type(x) is np.ndarray:
+            if self.batch:  # (a batch's tangents of an array are not an array to write into)
+                raise abandon(self.batch)
             return self._writable_array(x, dx, what)
         if e is not None:
             return e[1]
@@ -173,6 +177,12 @@ def current_in(depth: int) -> TangentShadow:
 def lifted_levels() -> int:
     """How many forward-mode levels run lifted by an outer one (`current_in`)."""
     return len(getattr(_LOCAL, "deeper", ()))
+
+
+def levels() -> int:
+    """`utilities.nestlevel`: the gradient computations whose forward pass is running,
+    and the forward-mode levels an outer one lifts."""
+    return len(_stack()) - 1 + lifted_levels()  # (the bottom shadow: no computation)
 
 
 class isolated_at:

@@ -104,5 +104,6 @@ def test_hvp_bench_checks_its_products_and_its_closed_form_is_the_gradient_s_der
                        rtol=1e-6, atol=1e-6)
     work = hb.workloads()  # (each checked once: a wrong product raises)
     assert len(work) == 3 and all(callable(f) for fns in work.values() for f in fns.values())
+    assert all(callable(f) for f in hb.jacfwd_pair())  # (its batched Jacobian checked by column)
     with pytest.raises(AssertionError):
         hb._check("wrong", np.ones(3), np.zeros(3) + 2.0, 1e-12)

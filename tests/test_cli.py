@@ -30,6 +30,16 @@ def test_dump_all_stages(tmp_path, capsys):
     assert "@g" in out                       # the adjoint's gradient slots
 
 
+def test_dump_of_the_batched_tangent_code_calls_every_rule_through_jvp_call(tmp_path, capsys):
+    main(["ir", "dump", f"{write(tmp_path)}:foo", "--stage", "tangent"])
+    plain = capsys.readouterr().out
+    main(["ir", "dump", f"{write(tmp_path)}:foo", "--stage", "batched"])
+    out = capsys.readouterr().out
+    assert out.startswith("# batched IR of foo")
+    assert "jvp.REALS" in plain and "jvp.REALS" not in out  # (no arithmetic written out)
+    assert "jvp.jvp_call(operator.mul" in out and "frule[" not in out
+
+
 def test_dump_of_the_transform_a_call_with_arrays_gets(tmp_path, capsys):
     f = tmp_path / "soft.py"
     f.write_text(textwrap.dedent("""

@@ -1,0 +1,284 @@
+"""Batched tangents: one forward pass pushes many directions (`jacfwd`'s columns).
+
+A `Batch` holds the tangents of one value along ``k`` directions, stacked on a leading
+axis: shape ``(k,)`` for a number, ``(k,) + a.shape`` for an array ``a``.  Where the
+tangent shadow is batched (``TangentShadow.batch``), `jvp.jvp_call` hands each forward
+rule through `wrapped`:
+
+* a rule marked `batches` is called with the Batches themselves.  Its code does
+  elementwise arithmetic on tangents (``d * cos(x)``, ``da + db``) and reads their
+  items (``d[i]``), which a Batch defines for the whole batch at once (NumPy broadcasts
+  the leading axis; a Batch inserts the axes a broadcast adds to the value);
+* a rule of a function that computes and changes nothing else (NumPy's, ``math``'s,
+  ``operator``'s pure operators: `_pure`) is called once per direction
+  (`per_direction`), so it never meets a Batch;
+* any other rule that receives a Batch abandons the batch (`Abandon`), as does a change
+  of an array in place (its tangent in the shadow is an array, not a batch) or a
+  generator: the caller then computes the directions one at a time, as before.  A
+  list's, dict's or object's change is followed: their rules are marked, and the
+  shadow keeps their tangents as containers of Batches.
+
+A Batch used in a way it does not define (its shape, ``np.sum`` of it, a comparison)
+raises `Unbatchable`, and a marked rule is then called per direction too, or the batch
+abandoned.  Both are BaseExceptions: no ``except Exception`` of yours catches them.
+
+    >>> import numpy as np
+    >>> d = Batch(np.array([1.0, 2.0]))        # a float's tangents along two directions
+    >>> (np.cos(0.0) * d + 1.0).b
+    array([2., 3.])
+    >>> (Batch(np.eye(2)) * np.array([3.0, 4.0])).b   # an array's, along the basis
+    array([[3., 0.],
+           [0., 4.]])
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+
+class Unbatchable(BaseException):
+    """A Batch was used in a way that is not the same for every direction."""
+
+
+class Abandon(BaseException):
+    """The computation cannot go on batched: compute the directions one at a time."""
+
+
+class State:
+    """A batched computation's: whether it was abandoned (also where code of yours
+    caught the `Abandon`, as a bare ``except:`` does)."""
+
+    __slots__ = ("abandoned",)
+
+    def __init__(self):
+        self.abandoned = False
+
+
+def abandon(state) -> Abandon:
+    """The `Abandon` to raise, the computation of ``state`` marked abandoned."""
+    state.abandoned = True
+    return Abandon()
+
+
+def _no(*_args, **_kw):
+    raise Unbatchable
+
+
+class Batch:
+    """The tangents of one value along ``len(b)`` directions."""
+
+    __slots__ = ("b",)
+
+    def __init__(self, b):
+        self.b = b
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        """An elementwise ufunc of Batches and values: each Batch given the axes it lacks
+        between the batch axis and its own, so it broadcasts as its value does."""
+        if method != "__call__" or ufunc.nout != 1 or ufunc.signature or "out" in kw:
+            raise Unbatchable
+        nd = max(x.b.ndim - 1 if type(x) is Batch else np.ndim(x) for x in inputs)
+        return Batch(ufunc(*[_widened(x, nd) if type(x) is Batch else x for x in inputs], **kw))
+
+    def __getitem__(self, key):
+        return Batch(self.b[(slice(None),) + key if type(key) is tuple else (slice(None), key)])
+
+    def _with(self, o, ufunc):
+        """``ufunc(self, o)``: a number, or a Batch of the same value shape, without the
+        general broadcast (the common case: scalar code)."""
+        t = type(o)
+        if t is float or t is int or t is np.float64:
+            return Batch(ufunc(self.b, o))
+        if t is Batch and o.b.ndim == self.b.ndim:
+            return Batch(ufunc(self.b, o.b))
+        return ufunc(self, o)
+
+    def _with_r(self, o, ufunc):
+        t = type(o)
+        if t is float or t is int or t is np.float64:
+            return Batch(ufunc(o, self.b))
+        return ufunc(o, self)
+
+    def __add__(self, o):
+        return self._with(o, np.add)
+
+    def __radd__(self, o):
+        return self._with_r(o, np.add)
+
+    def __sub__(self, o):
+        return self._with(o, np.subtract)
+
+    def __rsub__(self, o):
+        return self._with_r(o, np.subtract)
+
+    def __mul__(self, o):
+        return self._with(o, np.multiply)
+
+    def __rmul__(self, o):
+        return self._with_r(o, np.multiply)
+
+    def __truediv__(self, o):
+        return self._with(o, np.true_divide)
+
+    def __rtruediv__(self, o):
+        return self._with_r(o, np.true_divide)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return self
+
+    @property
+    def T(self):  # noqa: N802  (the value's transpose, each direction's)
+        return Batch(self.b.transpose((0,) + tuple(range(self.b.ndim - 1, 0, -1))))
+
+    # everything else is not defined for a batch: the rule runs per direction
+    __array__ = __array_function__ = __len__ = __iter__ = __bool__ = __float__ = _no
+    __complex__ = __int__ = __index__ = __setitem__ = __contains__ = _no
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __floordiv__ = __rfloordiv__ = _no
+    __mod__ = __rmod__ = __abs__ = __iadd__ = __isub__ = __imul__ = __itruediv__ = _no
+    __hash__ = None
+
+    def __getattr__(self, name):  # (shape, dtype, conjugate, real, …)
+        raise Unbatchable
+
+    def __repr__(self):
+        return f"Batch({self.b!r})"
+
+
+def _widened(x, nd):
+    b = x.b
+    return b.reshape(b.shape[:1] + (1,) * (nd + 1 - b.ndim) + b.shape[1:])
+
+
+def broadcast(d, shape):
+    """Batch ``d`` with each direction's tangent broadcast to ``shape`` (a copy where it
+    grows: a broadcast operand's tangent, fitted to the result)."""
+    if d.b.shape[1:] == shape:
+        return d
+    w = _widened(d, len(shape))
+    return Batch(np.broadcast_to(w, w.shape[:1] + tuple(shape)).copy())
+
+
+# -- a rule's call on a batch ------------------------------------------------------------
+
+def batches(*frs):
+    """Mark forward rules whose code is right for a `Batch` of tangents as for one."""
+    for fr in frs:
+        fr.batches = True
+
+
+def size(ts) -> int:
+    """The number of directions of the Batches in ``ts`` (tuples, lists, dicts), or 0."""
+    t = type(ts)
+    if t is Batch:
+        return len(ts.b)
+    if t is tuple or t is list:
+        for d in ts:
+            k = size(d)
+            if k:
+                return k
+    elif t is dict:
+        return size(tuple(ts.values()))
+    return 0
+
+
+def part(ts, j):
+    """The tangents ``ts`` along direction ``j``: each Batch's ``j``-th item."""
+    t = type(ts)
+    if t is Batch:
+        return ts.b[j]
+    if t is tuple or t is list:
+        return t([part(d, j) for d in ts])
+    if t is dict:
+        return {k: part(d, j) for k, d in ts.items()}
+    return ts
+
+
+def stacked(ds):
+    """One tangent from the tangents ``ds`` along each direction: a Batch where they
+    differ, the tangent itself where all are one object (None: zero in every direction)."""
+    first = ds[0]
+    if all(d is first for d in ds):
+        return first
+    t = type(first)
+    if t is tuple or t is list:
+        if not all(type(d) is t and len(d) == len(first) for d in ds):
+            raise Abandon
+        return t([stacked([d[i] for d in ds]) for i in range(len(first))])
+    if t is dict:
+        if not all(type(d) is dict and d.keys() == first.keys() for d in ds):
+            raise Abandon
+        return {k: stacked([d[k] for d in ds]) for k in first}
+    like = next((d for d in ds if d is not None), None)
+    if not isinstance(like, (float, complex, np.ndarray, np.inexact)):
+        raise Abandon  # (an iterator, an object: not a tangent to stack; `call` marks it)
+    zero = np.zeros_like(like)
+    return Batch(np.stack([zero if d is None else d for d in ds]))
+
+
+def per_direction(fr, ts, args, kw, k):
+    """``fr(ts, *args, **kw)`` once per direction, its value the first call's."""
+    outs = [fr(part(ts, j), *args, **kw) for j in range(k)]
+    return outs[0][0], stacked([dy for _, dy in outs])
+
+
+_MODULES = frozenset({"math", "cmath", "_operator", "operator"})
+_IN_PLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                       operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
+                       operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                       operator.irshift, operator.iconcat})
+_CHANGING = _IN_PLACE | {operator.setitem, operator.delitem, setattr, delattr, object.__setattr__,
+                         object.__delattr__, np.put, np.fill_diagonal, np.copyto, np.place,
+                         np.putmask}
+
+
+def _changes(f, record, args) -> bool:
+    """Whether ``f`` may change an array in place, which abandons a batch before it is
+    made (a list's, a dict's or an object's change is followed: the shadow keeps their
+    tangents as containers of Batches; ``s += t`` on numbers changes nothing)."""
+    if f not in _CHANGING and (record is None or not record.changes_args):
+        return False
+    return not args or isinstance(args[0], np.ndarray)
+
+
+def _pure(f, record) -> bool:
+    """Whether ``f`` computes its result and changes nothing (given no iterator): a
+    function, ufunc or array method of NumPy's (not its random numbers'), or of ``math``,
+    ``cmath`` or ``operator`` (not an in-place one), whose rule does not say it has effects."""
+    if record is not None and record.effectful:
+        return False
+    if isinstance(f, np.ufunc):
+        return True
+    module = getattr(f, "__module__", None) or getattr(getattr(f, "__objclass__", None), "__module__", "")
+    return module in _MODULES or module.split(".")[0] == "numpy" and not module.startswith("numpy.random") \
+        and f is not np.fromiter
+
+
+def _iterator(x) -> bool:
+    return hasattr(type(x), "__next__")
+
+
+def call(state, f, fr, record, ts, args, kw=None):
+    """``fr(ts, *args, **kw)`` in the batched computation of ``state``, as the module's
+    docstring says; a change in place abandons the batch before it is made."""
+    kw = kw or {}
+    if _changes(f, record, args):
+        raise abandon(state)
+    k = size(ts)
+    if not k:
+        return fr(ts, *args, **kw)
+    if getattr(fr, "batches", False):
+        try:
+            return fr(ts, *args, **kw)
+        except Unbatchable:
+            pass
+    if not _pure(f, record) or any(map(_iterator, args)) or any(map(_iterator, kw.values())):
+        raise abandon(state)
+    try:
+        return per_direction(fr, ts, args, kw, k)
+    except Abandon:
+        raise abandon(state) from None

@@ -1,0 +1,332 @@
+"""Batched tangents (runtime/batching.py): `jacfwd` pushes many columns in one forward
+pass, the rules that allow it computing on the whole batch, the pure ones called once
+per direction, and anything else (a change in place, a generator) abandoning the batch
+for the columns one at a time.  Each Jacobian is checked against the one computed a
+column at a time, and that against reverse mode or a closed form."""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bytegrad
+from bytegrad.runtime import jax_api
+from bytegrad.runtime.batching import Batch, Unbatchable
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
+from test_random_programs import draw_program  # noqa: E402
+
+
+@contextlib.contextmanager
+def spied():
+    """The outcomes of jacfwd's batched passes meanwhile: True where one was abandoned."""
+    seen = []
+    real = jax_api._batched_columns
+
+    def spy(*a):
+        r = real(*a)
+        seen.append(r is None)
+        return r
+    jax_api._batched_columns = spy
+    try:
+        yield seen
+    finally:
+        jax_api._batched_columns = real
+
+
+@pytest.fixture
+def passes():
+    with spied() as seen:
+        yield seen
+
+
+def by_columns(f, *args, **kw):
+    """jacfwd a column at a time, as without batches."""
+    real = jax_api._batched_columns
+    jax_api._batched_columns = lambda *a: None
+    try:
+        return bytegrad.jacfwd(f, **kw)(*args)
+    finally:
+        jax_api._batched_columns = real
+
+
+def same(a, b):
+    la, lb = list(jax_api._leaves(a)), list(jax_api._leaves(b))
+    assert len(la) == len(lb)
+    for u, v in zip(la, lb):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-12, atol=1e-14)
+
+
+# -- the Batch itself ---------------------------------------------------------------------
+
+def test_elementwise_arithmetic_broadcasts_each_direction_as_its_value():
+    d = Batch(np.arange(6.0).reshape(2, 3))  # an array of shape (3,), along two directions
+    a = np.array([[1.0], [2.0]])  # (2, 1): the value broadcasts to (2, 3)
+    got = (d * a + 1.0).b
+    assert got.shape == (2, 2, 3)
+    for j in range(2):
+        np.testing.assert_array_equal(got[j], d.b[j] * a + 1.0)
+    s = Batch(np.array([2.0, 3.0]))  # a float's
+    np.testing.assert_array_equal((np.cos(0.5) * s - s / 2.0).b, np.cos(0.5) * s.b - s.b / 2.0)
+    np.testing.assert_array_equal((s * np.ones(3)).b, np.outer(s.b, np.ones(3)))
+
+
+def test_items_and_transpose_are_each_directions():
+    d = Batch(np.arange(24.0).reshape(2, 3, 4))
+    for key in (1, (slice(None), 2), (..., 0), np.array([2, 0]), (np.array([True, False, True]),)):
+        got = d[key].b
+        for j in range(2):
+            np.testing.assert_array_equal(got[j], d.b[j][key])
+    for j in range(2):
+        np.testing.assert_array_equal(d.T.b[j], d.b[j].T)
+
+
+@pytest.mark.parametrize("use", [np.sum, len, bool, float, lambda d: d.shape, lambda d: d == 0,
+                                 lambda d: np.asarray(d), lambda d: d @ d, lambda d: d ** 2,
+                                 lambda d: np.add.reduce(d), lambda d: d.conjugate()])
+def test_what_a_batch_does_not_define_raises_unbatchable(use):
+    with pytest.raises(Unbatchable):
+        use(Batch(np.ones((2, 3))))
+
+
+# -- jacfwd, batched ---------------------------------------------------------------------
+
+def rosenbrock(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+    return s
+
+
+def rosenbrock_gradient(x):
+    a, b = x[:-1], x[1:]
+    return np.concatenate([-400.0 * a * (b - a ** 2) - 2.0 * (1 - a), [0.0]]) + \
+        np.concatenate([[0.0], 200.0 * (b - a ** 2)])
+
+
+def vectorised(x):
+    return np.sin(x) * x[::-1] + np.cos(x[0]) * x ** 2 + np.sum(x) * np.dot(x, x)
+
+
+def containers(p, scale):
+    out = [math.sin(p["w"][0]) * scale, np.exp(p["w"]) * p["b"]]
+    a, b = out
+    return {"first": a, "rest": tuple([v * 2.0 for v in b]), "t": np.tanh(np.outer(p["w"], p["w"])).T}
+
+
+def branchy(x, y):
+    if x > y:
+        x = math.sin(x) * y
+    while x < 3.0:
+        x = x * 1.5 + abs(y)
+    return x * y
+
+
+class V:
+    def __init__(self, v):
+        self.v = v
+
+    def __mul__(self, o):
+        return self.v * o
+
+
+def calls_objects(x):
+    return V(x[0]) * x[1] + x[2]
+
+
+BATCHED = [
+    (rosenbrock, (np.linspace(-1.0, 1.5, 30),)),
+    (vectorised, (np.array([0.3, -1.2, 0.7, 2.0]),)),
+    (containers, ({"w": np.array([0.4, -0.3]), "b": 1.5}, 2.0)),
+    (branchy, (0.9, 0.4)),
+    (branchy, (0.2, -0.4)),
+]
+
+
+@pytest.mark.parametrize("f, args", BATCHED, ids=lambda v: getattr(v, "__name__", ""))
+def test_jacfwd_in_one_batched_pass_is_the_column_by_column_jacobian(f, args, passes):
+    argnums = tuple(range(len(args)))
+    got = bytegrad.jacfwd(f, argnums)(*args)
+    assert passes == [False]  # (batched, not abandoned)
+    same(got, by_columns(f, *args, argnums=argnums))
+    same(got, bytegrad.jacrev(f, argnums)(*args))
+
+
+def test_jacfwd_of_a_gradient_loop_against_the_closed_form_hessian_and_in_passes(passes, monkeypatch):
+    x = np.linspace(-1.0, 1.5, 12)
+    want = np.array([(rosenbrock_gradient(x + 1e-6 * e) - rosenbrock_gradient(x - 1e-6 * e)) / 2e-6
+                     for e in np.eye(len(x))]).T
+    np.testing.assert_allclose(bytegrad.jacfwd(rosenbrock_gradient)(x), want, rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(jax_api, "_BATCHED_ELEMENTS", 60)  # five columns a pass: three passes
+    same(bytegrad.jacfwd(rosenbrock_gradient)(x), by_columns(rosenbrock_gradient, x))
+    assert passes == [False, False]
+
+
+def test_a_rule_without_batches_runs_once_per_direction_and_its_value_once(passes):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.linalg.solve(np.diag(x) + 2.0, x) * np.prod(x)  # (rules not marked)
+
+    x = np.array([0.5, 1.5, -0.25])
+    got = bytegrad.jacfwd(f)(x)
+    assert passes == [False] and len(calls) == 1
+    same(got, by_columns(f, x))
+    same(got, bytegrad.jacrev(f)(x))
+
+
+def appends(x):
+    out = []
+    for v in x:
+        out.append(v * v)
+    return np.array(out) * x[0]
+
+
+def writes(x):
+    y = np.zeros(3)
+    y[0] = x[0] * x[1]
+    y[1:] = x[1:] ** 2
+    return y
+
+
+class Box:
+    pass
+
+
+def fields(x):
+    b = Box()
+    b.v = x * 2.0
+    return b.v * x
+
+
+def generator(x):
+    return sum(v * v for v in x) * x
+
+
+BATCHED += [(appends, (np.array([0.5, -1.5, 2.0]),)), (fields, (np.array([0.5, -1.5, 2.0]),))]
+
+
+def in_place(x):
+    y = x.copy()
+    y *= x[0]
+    return y
+
+
+def generator_closed_form(x):
+    return 2.0 * np.outer(x, x) + np.sum(x * x) * np.eye(len(x))
+
+
+ABANDONED = [(writes, None), (in_place, None), (generator, generator_closed_form)]
+
+
+@pytest.mark.parametrize("f, closed_form", ABANDONED, ids=lambda f: getattr(f, "__name__", ""))
+def test_a_change_in_place_or_a_generator_abandons_the_batch_for_columns(f, closed_form, passes):
+    x = np.array([0.5, -1.5, 2.0])
+    got = bytegrad.jacfwd(f)(x)
+    assert passes == [True]
+    same(got, by_columns(f, x))
+    same(got, closed_form(x) if closed_form else bytegrad.jacrev(f)(x))
+
+
+LOG = []
+TOTAL = np.zeros(1)
+
+
+def logs(x):
+    LOG.append(x[0])  # (a list's change is followed in the batch: f runs once)
+    return x * x
+
+
+def adds(x):
+    TOTAL[0] += 1.0  # (an array's abandons the batch before it is made)
+    return x * x
+
+
+def test_a_global_list_changed_by_one_batched_run_and_an_array_as_the_columns_change_it(passes):
+    x = np.array([1.0, 2.0, 3.0])
+    LOG.clear()
+    np.testing.assert_allclose(bytegrad.jacfwd(logs)(x), np.diag(2 * x))
+    assert LOG == [1.0] and passes == [False]
+    TOTAL[0] = 0.0
+    by_columns(adds, x)
+    unbatched = TOTAL[0]
+    TOTAL[0] = 0.0
+    np.testing.assert_allclose(bytegrad.jacfwd(adds)(x), np.diag(2 * x))
+    assert TOTAL[0] == unbatched == 3.0 and passes == [False, True]
+
+
+@pytest.mark.regression
+def test_an_abandon_caught_by_a_bare_except_of_yours_still_abandons_the_batch(passes):
+    def f(x):
+        out = np.zeros(2)
+        try:
+            out[1] = x[0] * x[1]
+        except:  # noqa: E722  (swallows BaseException: the Abandon too)
+            pass
+        return out[-1] + x[1]
+
+    x = np.array([2.0, 3.0])
+    got = bytegrad.jacfwd(f)(x)
+    assert passes == [True]
+    np.testing.assert_allclose(got, [3.0, 3.0])
+
+
+def test_the_arguments_are_left_as_one_call_leaves_them():
+    def f(x, acc):
+        acc.append(1.0)
+        return x * len(acc)
+
+    x, acc = np.array([1.0, 2.0]), []
+    np.testing.assert_allclose(bytegrad.jacfwd(f)(x, acc), np.eye(2))
+    assert acc == [1.0]
+    x2 = x.copy()
+    bytegrad.jacfwd(vectorised)(x2)
+    np.testing.assert_array_equal(x2, x)
+
+
+def test_keywords_has_aux_and_objects_go_through_the_batch(passes):
+    def f(x, scale=1.0):
+        return calls_objects(x) * scale, {"aux": 1}
+
+    x = np.array([0.5, 1.5, -0.25])
+    (got, aux) = bytegrad.jacfwd(f, has_aux=True)(x, scale=3.0)
+    assert aux == {"aux": 1} and passes == [False]
+    np.testing.assert_allclose(got, 3.0 * np.array([x[1], x[0], 1.0]), rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_programs_batched_are_the_column_by_column_jacobian(data):
+    src, f, args, y, _ = draw_program(data, use_math=True)
+    argnums = tuple(range(len(args)))
+    with spied() as seen:
+        got = bytegrad.jacfwd(f, argnums)(*args)
+    assert seen == [False], src  # (these programs change nothing in place: always batched)
+    same(got, by_columns(f, *args, argnums=argnums))
+
+
+def test_the_batched_state_is_a_computation_s_own():
+    assert not bytegrad.runtime.tangents.current().batch
+    bytegrad.jacfwd(rosenbrock)(np.array([0.5, 1.0, 1.5]))
+    assert not bytegrad.runtime.tangents.current().batch
+
+
+def test_random_numbers_are_never_drawn_once_per_direction(passes):
+    # (each draw of a sampler called per direction would be another number: the
+    # directions' tangents would not be the value's)
+    def f(x):
+        return np.random.normal(0.0, x[0]) * x
+
+    np.random.seed(3)
+    got = bytegrad.jacfwd(f)(np.array([1.5, 2.0]))
+    assert passes == [True]
+    np.random.seed(3)
+    np.testing.assert_allclose(got, by_columns(f, np.array([1.5, 2.0])), rtol=1e-12)
