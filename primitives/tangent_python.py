@@ -190,6 +190,9 @@ def _ior(ts, a, b):
     return derived(operator.ior, RULES[operator.ior])(ts, a, b)
 
 
+batches(_ior)
+
+
 _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
            operator.mod: "%", operator.pow: "**", operator.matmul: "@"}
 for _iop, _op in _IN_PLACE.items():

@@ -76,21 +76,28 @@ class Batch:
     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
         """An elementwise ufunc of Batches and values: each Batch given the axes it lacks
         between the batch axis and its own, so it broadcasts as its value does."""
-        if method != "__call__" or ufunc.nout != 1 or ufunc.signature or "out" in kw:
-            raise Unbatchable
+        if method != "__call__" or ufunc.nout != 1 or ufunc.signature or "out" in kw or \
+                not all(type(x) is Batch or type(x) is np.ndarray or isinstance(x, _SCALARS) for x in inputs):
+            raise Unbatchable  # (an np.matrix, a list: broadcast otherwise)
         nd = max(x.b.ndim - 1 if type(x) is Batch else np.ndim(x) for x in inputs)
-        return Batch(ufunc(*[_widened(x, nd) if type(x) is Batch else x for x in inputs], **kw))
+        ins = [_widened(x, nd) if type(x) is Batch else x for x in inputs]
+        if _large(ins):
+            raise Unbatchable
+        return Batch(ufunc(*ins, **kw))
 
     def __getitem__(self, key):
-        return Batch(self.b[(slice(None),) + key if type(key) is tuple else (slice(None), key)])
+        key = tuple(key) if isinstance(key, tuple) else (key,)  # (a named tuple too)
+        if not _in_place_of_its_value(key):
+            raise Unbatchable
+        return Batch(self.b[(slice(None),) + key])
 
     def _with(self, o, ufunc):
-        """``ufunc(self, o)``: a number, or a Batch of the same value shape, without the
-        general broadcast (the common case: scalar code)."""
+        """``ufunc(self, o)``: a number, or a Batch of the same shape, without the general
+        broadcast (the common case: scalar code)."""
         t = type(o)
         if t is float or t is int or t is np.float64:
             return Batch(ufunc(self.b, o))
-        if t is Batch and o.b.ndim == self.b.ndim:
+        if t is Batch and o.b.shape == self.b.shape:
             return Batch(ufunc(self.b, o.b))
         return ufunc(self, o)
 
@@ -147,6 +154,32 @@ class Batch:
 
     def __repr__(self):
         return f"Batch({self.b!r})"
+
+
+_SCALARS = (int, float, complex, np.generic)
+_NUMBERS = (float, complex, np.inexact)
+_LARGE = 1 << 26  # bytes of a batch's tangents (64 MiB): larger, the columns go one at a time
+
+
+def _large(arrays) -> bool:
+    """Whether the broadcast of ``arrays`` would be a batch larger than `_LARGE`."""
+    return 16 * int(np.prod(np.broadcast_shapes(*[np.shape(a) for a in arrays]))) > _LARGE
+
+
+def _in_place_of_its_value(key) -> bool:
+    """Whether indexing each direction by ``key`` (after the batch axis) leaves the batch
+    axis first: only ints, slices, None, Ellipsis and index arrays, the advanced ones
+    (arrays, and ints beside them) next to each other, as NumPy otherwise moves their axes
+    to the front."""
+    arrays = [i for i, k in enumerate(key) if type(k) is np.ndarray or type(k) is list]
+    for k in key:
+        if not (type(k) in (int, slice, np.ndarray, list) or k is None or k is Ellipsis
+                or isinstance(k, np.integer)):
+            return False
+    if not arrays:
+        return True
+    advanced = [i for i, k in enumerate(key) if type(k) in (np.ndarray, list, int) or isinstance(k, np.integer)]
+    return advanced == list(range(advanced[0], advanced[0] + len(advanced)))
 
 
 def _widened(x, nd):
@@ -214,8 +247,8 @@ def stacked(ds):
             raise Abandon
         return {k: stacked([d[k] for d in ds]) for k in first}
     like = next((d for d in ds if d is not None), None)
-    if not isinstance(like, (float, complex, np.ndarray, np.inexact)):
-        raise Abandon  # (an iterator, an object: not a tangent to stack; `call` marks it)
+    if not (type(like) is np.ndarray or isinstance(like, _NUMBERS)) or 16 * len(ds) * np.size(like) > _LARGE:
+        raise Abandon  # (an iterator, an object, an np.matrix: not a tangent to stack; `call` marks it)
     zero = np.zeros_like(like)
     return Batch(np.stack([zero if d is None else d for d in ds]))
 
@@ -249,8 +282,8 @@ def _pure(f, record) -> bool:
     """Whether ``f`` computes its result and changes nothing (given no iterator): a
     function, ufunc or array method of NumPy's (not its random numbers'), or of ``math``,
     ``cmath`` or ``operator`` (not an in-place one), whose rule does not say it has effects."""
-    if record is not None and record.effectful:
-        return False
+    if f in _CHANGING or record is not None and (record.effectful or record.changes_args):
+        return False  # (once per direction, it would change the value k times)
     if isinstance(f, np.ufunc):
         return True
     module = getattr(f, "__module__", None) or getattr(getattr(f, "__objclass__", None), "__module__", "")

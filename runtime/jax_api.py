@@ -187,11 +187,28 @@ def _inputs(args, argnums, what):
 
 def _copied(args):
     """A deep copy of ``args``, or None where one cannot be made (a lock, a module): then
-    the call is taken to change nothing in them."""
+    the call is taken to change nothing in them.  An object with no fields (a sentinel
+    ``object()``) is itself in the copy: nothing in it can change, and `_same` tells it
+    from another only by identity."""
+    memo = {}
+    _atoms(args, memo, 100)
     try:
-        return copy.deepcopy(args)
+        return copy.deepcopy(args, memo)
     except Exception:  # (copy raises what the object's reduction raises: TypeError, mostly)
         return None
+
+
+def _atoms(x, memo, depth):
+    """Puts into deepcopy's ``memo`` the objects inside ``x`` (its tuples, lists and dicts)
+    that have no fields, as themselves."""
+    if isinstance(x, (tuple, list)) and depth:
+        for v in x:
+            _atoms(v, memo, depth - 1)
+    elif isinstance(x, dict) and depth:
+        for v in x.values():
+            _atoms(v, memo, depth - 1)
+    elif type(x) is object:
+        memo[id(x)] = x
 
 
 def _skeleton(x):
@@ -207,6 +224,8 @@ def _skeleton(x):
 def _same(a, b) -> bool:
     """Whether ``a`` holds what ``b`` holds (arrays, numbers, containers and objects' fields,
     compared by value; anything else by identity, or as unknown: False)."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     if type(a) is np.ndarray:
@@ -262,9 +281,10 @@ def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
     y = aux = None
     given = _copied(args)
     done = _batched_columns(batched, args, given, x, ins, single, nums, has_aux) \
-        if batched is not None and given is not None and not shadows.levels() else None
+        if batched is not None and not shadows.levels() else None
     y, cols = done or (None, [])
-    at = args
+    # (a batch abandoned after a change of theirs: the columns at copies, as they were given)
+    at = args if given is None or _same(args, given) else copy.deepcopy(given)
     for j, leaf in enumerate(ins if done is None else ()):
         for k in range(leaf.size):
             e = iter(_basis(ins, j, k))
@@ -295,33 +315,36 @@ def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
 
 
 _BATCHED_ELEMENTS = 1 << 20  # a batched pass's directions × input elements: 8 MiB of tangents
+_BATCHED_COLUMNS = 128  # and at most this many directions: each value's tangents take k times its memory
 
 
 def _batched_columns(batched, args, given, x, ins, single, nums, has_aux):
     """``(y, columns)`` of the Jacobian from batched passes of ``batched``, as many columns
-    at a time as `_BATCHED_ELEMENTS` allows, each pass at a copy of the arguments as they
-    were given; None where the batch was abandoned (`runtime/batching.py`), or the
-    function changed its arguments (which one call of it must leave changed)."""
+    at a time as `_BATCHED_ELEMENTS` and `_BATCHED_COLUMNS` allow: the first pass at the
+    arguments themselves, as the first column is computed, the others at copies of them
+    as they were given if it changed them; None where a batch was abandoned
+    (`runtime/batching.py`)."""
     total = sum(leaf.size for leaf in ins)
-    chunk = max(1, _BATCHED_ELEMENTS // max(total, 1))
-    y, cols = None, []
+    chunk = max(1, min(_BATCHED_COLUMNS, _BATCHED_ELEMENTS // max(total, 1)))
+    y, cols, at = None, [], args
     for start in range(0, total, chunk):
         k = min(chunk, total - start)
         tx = _rebuild(x, iter(_batch_basis(ins, start, k)))
         ts = [None] * len(args)
         for n, i in enumerate(nums):
             ts[i] = tx if single else tx[n]
-        at = copy.deepcopy(given)
         try:
             y, dy = batched(at, ts)
         except batching.Abandon:
-            return None
-        if not _same(at, given):  # (it changes its arguments: the columns leave them so)
             return None
         held = _held(at)
         for j in range(k):
             d = _dense(batching.part(dy, j), y, held)
             cols.append(list(_leaves(d[0] if has_aux else d)))
+        if at is args and given is not None and not _same(args, given):
+            at = None
+        if at is not args:
+            at = copy.deepcopy(given)
     return (y, cols) if cols else None
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytegrad
-from bytegrad.runtime import jax_api
+from bytegrad.runtime import batching, jax_api
 from bytegrad.runtime.batching import Batch, Unbatchable
 
 
@@ -330,3 +330,95 @@ def test_random_numbers_are_never_drawn_once_per_direction(passes):
     assert passes == [True]
     np.random.seed(3)
     np.testing.assert_allclose(got, by_columns(f, np.array([1.5, 2.0])), rtol=1e-12)
+
+
+# -- found by review -------------------------------------------------------------------------
+
+@pytest.mark.regression
+def test_an_in_place_operator_on_a_dict_is_followed_not_run_once_per_direction(passes):
+    def f(x):  # (d |= e ran per direction: each direction got the last one's tangent, 3 I)
+        cfg = {"w": 1.0}
+        cfg |= {"w": x[0] * 3.0}
+        return x * cfg["w"]
+
+    x = np.array([1.0, 2.0, 3.0])
+    want = 3.0 * x[0] * np.eye(3)
+    want[:, 0] += 3.0 * x
+    np.testing.assert_allclose(bytegrad.jacfwd(f)(x), want, rtol=1e-12)
+    assert passes == [False]
+
+
+Index = __import__("collections").namedtuple("Index", "i j")
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("key", [([0, 0], slice(None), [0, 0]), (0, slice(None), [0, 1]),
+                                 ([1, 0], Ellipsis, 0), Index(1, 0), (None, [1], slice(None), 0)],
+                         ids=["separated", "int and array apart", "ellipsis between", "named tuple",
+                              "newaxis first"])
+def test_indices_numpy_moves_to_the_front_read_each_direction_rightly(key):
+    # (the batch axis went behind the advanced indices' axes: wrong numbers, or a crash)
+    X = np.arange(1.0, 13.0).reshape(2, 3, 2)
+
+    def f(X):
+        return X[key] * np.sum(X ** 2)
+
+    got = bytegrad.jacfwd(f)(X)
+    same(got, by_columns(f, X))
+    same(got, bytegrad.jacrev(f)(X))
+
+
+SENTINEL = object()
+
+
+class Registry:
+    pass
+
+
+@pytest.mark.regression
+def test_arguments_not_differentiated_keep_their_identity(passes):
+    # (the batched pass ran at a deep copy of them: `mode is SENTINEL` false, a KeyError)
+    key = Registry()
+    scale = {key: 5.0}
+
+    def f(x, mode, k):
+        return x * x * scale[k] if mode is SENTINEL else x
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(bytegrad.jacfwd(f)(x, SENTINEL, key), np.diag(10.0 * x))
+    np.testing.assert_allclose(by_columns(f, x, SENTINEL, key), np.diag(10.0 * x))  # (the columns too)
+    assert passes == [False]
+
+
+@pytest.mark.regression
+def test_a_batch_larger_than_the_limit_goes_a_column_at_a_time(passes, monkeypatch):
+    monkeypatch.setattr(batching, "_LARGE", 16 * 30)
+
+    def f(x):
+        return (np.outer(x, x) * x[0]).sum(axis=1)
+
+    x = np.linspace(0.1, 1.0, 8)
+    got = bytegrad.jacfwd(f)(x)
+    assert passes == [True]
+    same(got, bytegrad.jacrev(f)(x))
+
+
+@pytest.mark.regression
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_a_matrix_subclass_is_never_stacked_as_a_batch():
+    M = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    got = bytegrad.jacfwd(lambda m: m * m)(M)  # (a ValueError inside the library)
+    h = 1e-6
+    fd = [np.asarray((np.matrix(M + h * E) ** 2 - np.matrix(M - h * E) ** 2) / (2 * h))
+          for E in np.eye(4).reshape(4, 2, 2)]
+    np.testing.assert_allclose(np.asarray(got).reshape(2, 2, 4), np.stack(fd, -1), rtol=1e-6)
+
+
+def test_what_changes_its_arguments_is_never_called_once_per_direction():
+    from bytegrad.runtime.rules import record_of
+    import operator
+    for f in (operator.iadd, operator.ior, operator.setitem, np.ndarray.sort, np.ndarray.fill, np.put):
+        assert not batching._pure(f, record_of(f)), f
+    for f in (operator.add, np.sum, np.linalg.solve, np.ndarray.sum, np.sin):
+        assert batching._pure(f, record_of(f)), f
+    assert not batching._pure(np.random.normal, record_of(np.random.normal))
