@@ -168,9 +168,9 @@ def _in_place(iop, op):
             jvp_call(list.extend, None, ts, a, b)
             return a, current().refresh(a, None)
         _, dy = out_of_place(ts, a, b)
-        y = iop(a, b)
         sh = current()
-        t = sh.writable(a, ts[0], f"'{_SYMBOL[op]}=' on a {ta.__name__}")
+        t = sh.writable(a, ts[0], f"'{_SYMBOL[op]}=' on a {ta.__name__}")  # (first: it may refuse)
+        y = iop(a, b)
         if ta is list:
             t[:] = items(dy, len(a))
         elif t is not None:

@@ -2,8 +2,8 @@
 
 A `Batch` holds the tangents of one value along ``k`` directions, stacked on a leading
 axis: shape ``(k,)`` for a number, ``(k,) + a.shape`` for an array ``a``.  Where the
-tangent shadow is batched (``TangentShadow.batch``), `jvp.jvp_call` hands each forward
-rule through `wrapped`:
+tangent shadow is batched (``TangentShadow.batch``), `jvp.jvp_call` calls each forward
+rule through `call`:
 
 * a rule marked `batches` is called with the Batches themselves.  Its code does
   elementwise arithmetic on tangents (``d * cos(x)``, ``da + db``) and reads their
@@ -12,11 +12,13 @@ rule through `wrapped`:
 * a rule of a function that computes and changes nothing else (NumPy's, ``math``'s,
   ``operator``'s pure operators: `_pure`) is called once per direction
   (`per_direction`), so it never meets a Batch;
-* any other rule that receives a Batch abandons the batch (`Abandon`), as does a change
-  of an array in place (its tangent in the shadow is an array, not a batch) or a
-  generator: the caller then computes the directions one at a time, as before.  A
-  list's, dict's or object's change is followed: their rules are marked, and the
-  shadow keeps their tangents as containers of Batches.
+* any other rule that receives a Batch abandons the batch (`Abandon`), as do changes of
+  arrays other than writes of items and in-place operators (`_changes`), a write
+  through a view of an array not written before, and a generator: the caller then
+  computes the directions one at a time, as before.  A list's, dict's or object's
+  change is followed (their rules are marked; the shadow keeps their tangents as
+  containers of Batches), and so is a write into an array: the shadow keeps a Batch
+  of its tangents, and a view's are the same view of each direction's (`view_of`).
 
 A Batch used in a way it does not define (its shape, ``np.sum`` of it, a comparison)
 raises `Unbatchable`, and a marked rule is then called per direction too, or the batch
@@ -46,13 +48,17 @@ class Abandon(BaseException):
 
 
 class State:
-    """A batched computation's: whether it was abandoned (also where code of yours
-    caught the `Abandon`, as a bare ``except:`` does)."""
+    """A batched computation's: its number of directions ``k``, and whether it was
+    abandoned (also where code of yours caught the `Abandon`, as a bare ``except:`` does)."""
 
-    __slots__ = ("abandoned",)
+    __slots__ = ("k", "abandoned")
 
-    def __init__(self):
-        self.abandoned = False
+    def __init__(self, k):
+        self.k, self.abandoned = k, False
+
+    def zeros(self, a):
+        """The Batch of zero tangents of array ``a``."""
+        return Batch(np.zeros((self.k,) + a.shape, a.dtype))
 
 
 def abandon(state) -> Abandon:
@@ -89,7 +95,26 @@ class Batch:
         key = tuple(key) if isinstance(key, tuple) else (key,)  # (a named tuple too)
         if not _in_place_of_its_value(key):
             raise Unbatchable
-        return Batch(self.b[(slice(None),) + key])
+        b = self.b[(slice(None),) + key]
+        # (a number read out of an array is NumPy's copy: not a view of the batch, which a
+        # later write of the array's items, followed in the shadow, would change)
+        return Batch(b.copy() if b.ndim == 1 else b)
+
+    def __setitem__(self, key, v):
+        """Writes ``v`` (a Batch, or one value for every direction) into each direction's
+        ``[key]``: the tangent of an array written in place (``a[i] = x``)."""
+        key = tuple(key) if isinstance(key, tuple) else (key,)
+        if not _in_place_of_its_value(key):
+            raise Unbatchable
+        at = (slice(None),) + key
+        if type(v) is Batch:
+            v = _fitted(v, self.b[at].ndim - 1)
+        elif not (type(v) is np.ndarray or isinstance(v, _SCALARS)):
+            raise Unbatchable  # (a list of tangents: `_zeros_for_none`'s)
+        try:
+            self.b[at] = v
+        except ValueError:  # (shapes NumPy would not write either: the columns say so)
+            raise Unbatchable from None
 
     def _with(self, o, ufunc):
         """``ufunc(self, o)``: a number, or a Batch of the same shape, without the general
@@ -143,7 +168,7 @@ class Batch:
 
     # everything else is not defined for a batch: the rule runs per direction
     __array__ = __array_function__ = __len__ = __iter__ = __bool__ = __float__ = _no
-    __complex__ = __int__ = __index__ = __setitem__ = __contains__ = _no
+    __complex__ = __int__ = __index__ = __contains__ = _no
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no
     __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __floordiv__ = __rfloordiv__ = _no
     __mod__ = __rmod__ = __abs__ = __iadd__ = __isub__ = __imul__ = __itruediv__ = _no
@@ -185,6 +210,30 @@ def _in_place_of_its_value(key) -> bool:
 def _widened(x, nd):
     b = x.b
     return b.reshape(b.shape[:1] + (1,) * (nd + 1 - b.ndim) + b.shape[1:])
+
+
+def _fitted(v, nd):
+    """Batch ``v``'s array, written into ``nd`` axes of each direction: `_widened`, or its
+    leading axes of length 1 dropped, as NumPy drops them in a write."""
+    b = v.b
+    extra = b.ndim - 1 - nd
+    if extra <= 0:
+        return _widened(v, nd)
+    if any(n != 1 for n in b.shape[1:1 + extra]):
+        raise Unbatchable
+    return b.reshape(b.shape[:1] + b.shape[1 + extra:])
+
+
+def view_of(buf, r, a):
+    """The Batch of the tangents of view ``a`` of array ``r``, whose tangents are the
+    Batch ``buf`` (each direction laid out as ``r``, in C order): the same view of each
+    direction's, so a write through either is seen by the other."""
+    b = buf.b
+    if a.dtype != b.dtype or not r.flags.c_contiguous or not b.flags.c_contiguous:
+        raise Unbatchable  # (a float view of a complex array, an array in Fortran order)
+    offset = a.__array_interface__["data"][0] - r.__array_interface__["data"][0]
+    return Batch(np.ndarray(b.shape[:1] + a.shape, b.dtype, buffer=b, offset=offset,
+                            strides=b.strides[:1] + a.strides))
 
 
 def broadcast(d, shape):
@@ -270,12 +319,16 @@ _CHANGING = _IN_PLACE | {operator.setitem, operator.delitem, setattr, delattr, o
 
 
 def _changes(f, record, args) -> bool:
-    """Whether ``f`` may change an array in place, which abandons a batch before it is
-    made (a list's, a dict's or an object's change is followed: the shadow keeps their
-    tangents as containers of Batches; ``s += t`` on numbers changes nothing)."""
+    """Whether ``f`` may change an array in a way a batch does not follow, which abandons
+    it before the change is made: any but a write of items or an in-place operator (their
+    tangents are then a Batch in the shadow); a list's, a dict's or an object's change is
+    followed (their tangents are containers of Batches), and ``s += t`` on numbers
+    changes nothing."""
     if f not in _CHANGING and (record is None or not record.changes_args):
         return False
-    return not args or isinstance(args[0], np.ndarray)
+    if not args:
+        return True
+    return isinstance(args[0], np.ndarray) and not (f in _IN_PLACE or f is operator.setitem)
 
 
 def _pure(f, record) -> bool:

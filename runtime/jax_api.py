@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import operator
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -211,6 +212,71 @@ def _atoms(x, memo, depth):
         memo[id(x)] = x
 
 
+def _restorer(x, met, depth=100):
+    """A function putting back into ``x``'s arrays, lists, dicts and objects' fields
+    (nested, down to ``depth``) what they hold now, in place."""
+    if id(x) in met or not depth:
+        return lambda: None
+    met.add(id(x))
+    if type(x) is np.ndarray:
+        if not x.flags.writeable or x.dtype.hasobject:
+            return lambda: None
+        saved = x.copy()
+        return lambda: np.copyto(x, saved)
+    if type(x) is list or type(x) is dict:
+        items = x.copy()
+        inner = [_restorer(v, met, depth - 1) for v in (items.values() if type(x) is dict else items)]
+    elif isinstance(x, tuple):
+        items, inner = None, [_restorer(v, met, depth - 1) for v in x]
+    elif isinstance(x, (type, types.ModuleType, types.FunctionType)):
+        return lambda: None
+    else:
+        return _fields_restorer(x, met, depth)
+
+    def restore():
+        if items is not None:
+            x.clear()
+            x.update(items) if type(x) is dict else x.extend(items)
+        for r in inner:
+            r()
+    return restore
+
+
+_UNSET = object()
+
+
+def _slots(cls) -> list:
+    """The names of the slots of ``cls`` and its bases (not ``__dict__``, ``__weakref__``)."""
+    names = [getattr(c, "__slots__", ()) for c in cls.__mro__]
+    return [n for ns in names for n in ((ns,) if isinstance(ns, str) else ns)
+            if n not in ("__dict__", "__weakref__")]
+
+
+def _fields_restorer(x, met, depth):
+    """`_restorer` of an object's fields: those in its ``__dict__`` and its slots."""
+    fields = getattr(x, "__dict__", None)
+    slots = _slots(type(x))
+    if type(fields) is not dict and not slots:
+        return lambda: None
+    items = fields.copy() if type(fields) is dict else None
+    held = {n: getattr(x, n, _UNSET) for n in slots}
+    inner = [_restorer(v, met, depth - 1) for v in [*(items or {}).values(), *held.values()]]
+
+    def restore():
+        if items is not None:
+            fields.clear()
+            fields.update(items)
+        for n, v in held.items():  # (past a __setattr__ of yours: the value as it was)
+            if v is _UNSET:
+                if hasattr(x, n):
+                    object.__delattr__(x, n)
+            else:
+                object.__setattr__(x, n, v)
+        for r in inner:
+            r()
+    return restore
+
+
 def _skeleton(x):
     """``x`` with its tuples, lists and dicts copied (a named tuple stays one), not its leaves."""
     if isinstance(x, (tuple, list)):
@@ -237,7 +303,10 @@ def _same(a, b) -> bool:
     if isinstance(a, (int, float, complex, str, bytes, np.generic)) or a is None:
         return a == b or a != a and b != b
     fields = getattr(a, "__dict__", None)
-    return type(fields) is dict and _same(fields, vars(b))
+    if type(fields) is not dict and not _slots(type(a)):
+        return False
+    return (type(fields) is not dict or _same(fields, vars(b))) and \
+        all(_same(getattr(a, n, _UNSET), getattr(b, n, _UNSET)) for n in _slots(type(a)))
 
 
 def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -258,10 +327,11 @@ def _batched_jvp(f, primals, tangents):
     """`jvp` of ``f`` along the directions of the `batching.Batch`es in ``tangents``:
     ``(y, dy)``, ``dy`` holding Batches; raises `batching.Abandon` where the directions
     must be taken one at a time."""
-    state = batching.State()
-    with _COMPUTING, shadow.fresh(), shadows.isolated_at(0, shadows.TangentShadow(state)):
+    state = batching.State(batching.size(tangents))
+    with _COMPUTING, shadow.fresh(), shadows.isolated_at(0, shadows.TangentShadow(state)) as sh:
         try:
             y, dy = jvp_call(f, None, tuple(tangents), *primals)
+            dy = sh.refresh(y, dy)
         except batching.Unbatchable:
             raise batching.abandon(state) from None
     if state.abandoned:  # (also where code of yours caught the Abandon)
@@ -280,10 +350,13 @@ def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
     given = _copied(args)
-    done = _batched_columns(batched, args, given, x, ins, single, nums, has_aux) \
-        if batched is not None and not shadows.levels() else None
+    done = None
+    if batched is not None and not shadows.levels():
+        restore = _restorer(args, set())
+        done = _batched_columns(batched, args, given, x, ins, single, nums, has_aux)
+        if done is None:
+            restore()  # (a batch abandoned after it changed them: as they were given, for the columns)
     y, cols = done or (None, [])
-    # (a batch abandoned after a change of theirs: the columns at copies, as they were given)
     at = args if given is None or _same(args, given) else copy.deepcopy(given)
     for j, leaf in enumerate(ins if done is None else ()):
         for k in range(leaf.size):

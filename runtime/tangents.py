@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from ..ir.errors import Refusal
-from .batching import abandon
+from .batching import Unbatchable, abandon, view_of
 from .errors import user_location
 from .shadow import _stack, region, root
 
@@ -60,7 +60,18 @@ class TangentShadow:
     def _array(self, x, dx):
         r = root(x)
         e = self.entries.get(id(r))
-        return dx if e is None or e[1] is None else region(e[1], r, x)
+        if e is None or e[1] is None:
+            return dx
+        return self._region(e[1], r, x)
+
+    def _region(self, d, r, x):
+        """`shadow.region` of the tangents ``d`` of root ``r``, or its Batch's view."""
+        if not self.batch or x is r:
+            return region(d, r, x)
+        try:
+            return view_of(d, r, x)
+        except Unbatchable:
+            raise abandon(self.batch) from None
 
     def _container(self, x, dx, depth):
         if type(x) is dict:
@@ -82,8 +93,6 @@ class TangentShadow:
         ``what`` names the write for an error."""
         e = self.entries.get(id(x))
         if type(x) is np.ndarray:
-            if self.batch:  # (a batch's tangents of an array are not an array to write into)
-                raise abandon(self.batch)
             return self._writable_array(x, dx, what)
         if e is not None:
             return e[1]
@@ -99,6 +108,13 @@ class TangentShadow:
             return None
         r = root(x)
         e = self.entries.get(id(r))
+        if e is None and self.batch:
+            if x is not r:  # (the tangents of the rest of its root are not known here)
+                raise abandon(self.batch)
+            d = self.batch.zeros(r)
+            if dx is not None:
+                d[...] = dx
+            e = self.entries[id(r)] = (r, d)
         if e is None:
             if not (r.flags.c_contiguous or r.flags.f_contiguous):
                 raise _unsupported(what, "an array that does not own contiguous memory")
@@ -108,7 +124,7 @@ class TangentShadow:
             elif dx is not None:
                 d[...] = _root_tangent(r, x, dx, what)
             e = self.entries[id(r)] = (r, d)
-        return region(e[1], r, x)
+        return self._region(e[1], r, x)
 
     def set_tangent(self, x, dx):
         """``x`` was replaced wholesale in place (``a[...] = v`` of every element, a list
