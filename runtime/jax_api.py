@@ -397,6 +397,9 @@ def _batched_columns(batched, args, given, x, ins, single, nums, has_aux):
     arguments themselves, as the first column is computed, the others at copies of them
     as they were given if it changed them; None where a batch was abandoned
     (`runtime/batching.py`)."""
+    roots = [id(shadow.root(a)) for a in _leaves(args) if type(a) is np.ndarray]
+    if len(set(roots)) < len(roots):  # (arguments sharing memory: the columns' copies part them)
+        return None
     total = sum(leaf.size for leaf in ins)
     chunk = max(1, min(_BATCHED_COLUMNS, _BATCHED_ELEMENTS // max(total, 1)))
     y, cols, at = None, [], args

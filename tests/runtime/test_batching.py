@@ -550,3 +550,19 @@ def test_an_abandoned_batch_puts_back_fields_in_slots_and_in_arguments_it_cannot
     # (as one call leaves them; what cannot be copied, as the columns leave it: each column
     # is computed at it, taken to be unchanged)
     assert h.arr == (columns.arr if holder is Locked else once.arr)
+
+
+@pytest.mark.regression
+def test_arguments_sharing_memory_are_taken_a_column_at_a_time(passes):
+    # (a write into one gave the other the first's tangents through the view: its own seed lost)
+    def f(x, y):
+        x[0] = 3.0 * x[1]
+        return y * 1.0
+
+    def shared():
+        u = np.array([1.0, 2.0, 3.0, 4.0])
+        return u, u[1:]
+
+    got = bytegrad.jacfwd(f, argnums=(0, 1))(*shared())
+    assert passes == [True]
+    same(got, by_columns(f, *shared(), argnums=(0, 1)))
