@@ -33,7 +33,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .cases import _rosenbrock_args, rosenbrock, rosenbrock_iadd  # noqa: E402
+from .cases import _rosenbrock_args, _rosenbrock_grad, rosenbrock, rosenbrock_iadd  # noqa: E402
 from .cases_numpy import _mlp_args, mlp  # noqa: E402
 from .timer import ballast, compare  # noqa: E402
 
@@ -94,33 +94,35 @@ def workloads():
     return out
 
 
+def _against_columns(name, whole, column, want):
+    """``(whole(x), a loop of column(x, e) over the basis)`` for the Rosenbrock loop at
+    n = 100, ``whole(x)`` first checked against ``want(x)``."""
+    x = _rosenbrock_args(100)[0]
+    eye = np.eye(len(x))
+    _check(name, whole(x), want(x), 1e-12)
+
+    def columns():
+        for e in eye:
+            column(x, e)
+    return (lambda: whole(x)), columns
+
+
 def hessian_pair():
     """``(hessian of the Rosenbrock loop at n = 100, 100 hvps)``, checked."""
     import bytegrad
-    x = _rosenbrock_args(100)[0]
-    eye = np.eye(len(x))
-    H = bytegrad.hessian(rosenbrock)(x)
-    _check("hessian", H, np.stack([rosenbrock_hessian_times(x, e) for e in eye]), 1e-12)
-
-    def hvps():
-        for e in eye:
-            bytegrad.hvp(rosenbrock, (x,), (e,))
-    return (lambda: bytegrad.hessian(rosenbrock)(x)), hvps
+    return _against_columns("hessian", bytegrad.hessian(rosenbrock),
+                            lambda x, e: bytegrad.hvp(rosenbrock, (x,), (e,)),
+                            lambda x: np.stack([rosenbrock_hessian_times(x, e) for e in np.eye(len(x))]))
 
 
 def jacfwd_pair():
-    """``(jacfwd of the Rosenbrock loop at n = 100, 100 jvps)``, checked: the batched
-    columns (runtime/batching.py) against one jvp per column."""
+    """``(jacfwd of the Rosenbrock loop at n = 100, 100 jvps)``, checked against the
+    closed-form gradient: the batched columns (runtime/batching.py) against one jvp per
+    column."""
     import bytegrad
-    x = _rosenbrock_args(100)[0]
-    eye = np.eye(len(x))
-    _check("jacfwd", bytegrad.jacfwd(rosenbrock)(x),
-           np.array([bytegrad.jvp(rosenbrock, (x,), (e,))[1] for e in eye]), 1e-12)
-
-    def jvps():
-        for e in eye:
-            bytegrad.jvp(rosenbrock, (x,), (e,))
-    return (lambda: bytegrad.jacfwd(rosenbrock)(x)), jvps
+    return _against_columns("jacfwd", bytegrad.jacfwd(rosenbrock),
+                            lambda x, e: bytegrad.jvp(rosenbrock, (x,), (e,)),
+                            lambda x: _rosenbrock_grad(x)[0])
 
 
 # (name, what it is measured against, target or None, the table's label)

@@ -867,6 +867,7 @@ for _make in (ops.build_set, set, frozenset):
 # (what they do with a tangent is right for a batch of them: runtime/batching.py)
 batches(_build_tuple, _build_list, _list_to_tuple, _build_dict, _identity, _getitem, _unpack, _iter,
         _index_iter, _iterate, _next, _reversed, _items, _values, _get, _getattr, FRULES[list], FRULES[tuple],
-        _setattr, _delattr, _setitem, _delitem, _comprehension_append, _comprehension_extend, _map_add,
+        _setattr, _delattr, _delitem, _comprehension_append, _comprehension_extend, _map_add,
         _update, _apply, _partial, _dict_pop, _setdefault, _make_cell, _cell_get, _cell_set, _closure_cell,
         _make_function)
+batches(_setitem, arrays=True)

@@ -176,7 +176,8 @@ def _in_place(iop, op):
         elif t is not None:
             t[...] = 0.0 if dy is None else dy
         return y, sh.refresh(a, None)
-    fr.dual = fr.batches = True  # (a number's: the operator's; an array's abandons a batch)
+    fr.dual = True  # (a number's: the operator's)
+    batches(fr, arrays=True)
     return fr
 
 

@@ -13,7 +13,7 @@ rule through `call`:
   ``operator``'s pure operators: `_pure`) is called once per direction
   (`per_direction`), so it never meets a Batch;
 * any other rule that receives a Batch abandons the batch (`Abandon`), as do changes of
-  arrays other than writes of items and in-place operators (`_changes`), a write
+  arrays their rules do not follow (`_changes`), a write
   through a view of an array not written before, and a generator: the caller then
   computes the directions one at a time, as before.  A list's, dict's or object's
   change is followed (their rules are marked; the shadow keeps their tangents as
@@ -87,7 +87,7 @@ class Batch:
             raise Unbatchable  # (an np.matrix, a list: broadcast otherwise)
         nd = max(x.b.ndim - 1 if type(x) is Batch else np.ndim(x) for x in inputs)
         ins = [_widened(x, nd) if type(x) is Batch else x for x in inputs]
-        if _large(ins):
+        if _large(int(np.prod(np.broadcast_shapes(*[np.shape(a) for a in ins])))):
             raise Unbatchable
         return Batch(ufunc(*ins, **kw))
 
@@ -115,46 +115,6 @@ class Batch:
             self.b[at] = v
         except ValueError:  # (shapes NumPy would not write either: the columns say so)
             raise Unbatchable from None
-
-    def _with(self, o, ufunc):
-        """``ufunc(self, o)``: a number, or a Batch of the same shape, without the general
-        broadcast (the common case: scalar code)."""
-        t = type(o)
-        if t is float or t is int or t is np.float64:
-            return Batch(ufunc(self.b, o))
-        if t is Batch and o.b.shape == self.b.shape:
-            return Batch(ufunc(self.b, o.b))
-        return ufunc(self, o)
-
-    def _with_r(self, o, ufunc):
-        t = type(o)
-        if t is float or t is int or t is np.float64:
-            return Batch(ufunc(o, self.b))
-        return ufunc(o, self)
-
-    def __add__(self, o):
-        return self._with(o, np.add)
-
-    def __radd__(self, o):
-        return self._with_r(o, np.add)
-
-    def __sub__(self, o):
-        return self._with(o, np.subtract)
-
-    def __rsub__(self, o):
-        return self._with_r(o, np.subtract)
-
-    def __mul__(self, o):
-        return self._with(o, np.multiply)
-
-    def __rmul__(self, o):
-        return self._with_r(o, np.multiply)
-
-    def __truediv__(self, o):
-        return self._with(o, np.true_divide)
-
-    def __rtruediv__(self, o):
-        return self._with_r(o, np.true_divide)
 
     def __neg__(self):
         return np.negative(self)
@@ -186,9 +146,9 @@ _NUMBERS = (float, complex, np.inexact)
 _LARGE = 1 << 26  # bytes of a batch's tangents (64 MiB): larger, the columns go one at a time
 
 
-def _large(arrays) -> bool:
-    """Whether the broadcast of ``arrays`` would be a batch larger than `_LARGE`."""
-    return 16 * int(np.prod(np.broadcast_shapes(*[np.shape(a) for a in arrays]))) > _LARGE
+def _large(elements) -> bool:
+    """Whether a batch of ``elements`` numbers (complex, at most) is larger than `_LARGE`."""
+    return 16 * elements > _LARGE
 
 
 def _in_place_of_its_value(key) -> bool:
@@ -205,6 +165,32 @@ def _in_place_of_its_value(key) -> bool:
         return True
     advanced = [i for i, k in enumerate(key) if type(k) in (np.ndarray, list, int) or isinstance(k, np.integer)]
     return advanced == list(range(advanced[0], advanced[0] + len(advanced)))
+
+
+def _arithmetic(ufunc):
+    """``Batch.__op__`` and ``__rop__`` of ``ufunc``: a number, or a Batch of the same
+    shape, without the general broadcast of `Batch.__array_ufunc__` (scalar code's case)."""
+    def op(self, o):
+        t = type(o)
+        if t is float or t is int or t is np.float64:
+            return Batch(ufunc(self.b, o))
+        if t is Batch and o.b.shape == self.b.shape:
+            return Batch(ufunc(self.b, o.b))
+        return ufunc(self, o)
+
+    def rop(self, o):
+        t = type(o)
+        if t is float or t is int or t is np.float64:
+            return Batch(ufunc(o, self.b))
+        return ufunc(o, self)
+    return op, rop
+
+
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide)):
+    _op, _rop = _arithmetic(_ufunc)
+    setattr(Batch, f"__{_name}__", _op)
+    setattr(Batch, f"__r{_name}__", _rop)
 
 
 def _widened(x, nd):
@@ -247,10 +233,11 @@ def broadcast(d, shape):
 
 # -- a rule's call on a batch ------------------------------------------------------------
 
-def batches(*frs):
-    """Mark forward rules whose code is right for a `Batch` of tangents as for one."""
+def batches(*frs, arrays=False):
+    """Mark forward rules whose code is right for a `Batch` of tangents as for one;
+    ``arrays``: also where they write into an array (its tangents a Batch in the shadow)."""
     for fr in frs:
-        fr.batches = True
+        fr.batches = "arrays" if arrays else True
 
 
 def size(ts) -> int:
@@ -296,7 +283,7 @@ def stacked(ds):
             raise Abandon
         return {k: stacked([d[k] for d in ds]) for k in first}
     like = next((d for d in ds if d is not None), None)
-    if not (type(like) is np.ndarray or isinstance(like, _NUMBERS)) or 16 * len(ds) * np.size(like) > _LARGE:
+    if not (type(like) is np.ndarray or isinstance(like, _NUMBERS)) or _large(len(ds) * np.size(like)):
         raise Abandon  # (an iterator, an object, an np.matrix: not a tangent to stack; `call` marks it)
     zero = np.zeros_like(like)
     return Batch(np.stack([zero if d is None else d for d in ds]))
@@ -309,32 +296,27 @@ def per_direction(fr, ts, args, kw, k):
 
 
 _MODULES = frozenset({"math", "cmath", "_operator", "operator"})
-_IN_PLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv,
-                       operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
-                       operator.iand, operator.ior, operator.ixor, operator.ilshift,
-                       operator.irshift, operator.iconcat})
-_CHANGING = _IN_PLACE | {operator.setitem, operator.delitem, setattr, delattr, object.__setattr__,
-                         object.__delattr__, np.put, np.fill_diagonal, np.copyto, np.place,
-                         np.putmask}
+# (changes of their arguments their rules' records do not declare)
+_CHANGING = frozenset({operator.setitem, operator.delitem, setattr, delattr, object.__setattr__,
+                       object.__delattr__, np.put, np.fill_diagonal, np.copyto, np.place, np.putmask})
 
 
-def _changes(f, record, args) -> bool:
-    """Whether ``f`` may change an array in a way a batch does not follow, which abandons
-    it before the change is made: any but a write of items or an in-place operator (their
-    tangents are then a Batch in the shadow); a list's, a dict's or an object's change is
-    followed (their tangents are containers of Batches), and ``s += t`` on numbers
-    changes nothing."""
+def _changes(f, fr, record, args) -> bool:
+    """Whether ``f`` may change an array in a way its rule ``fr`` does not follow in a
+    batch, which abandons it before the change is made (the rules of writes of items and
+    of in-place operators follow it: `batches` ``arrays``); a list's, a dict's or an
+    object's change is followed (their tangents are containers of Batches), and
+    ``s += t`` on numbers changes nothing."""
     if f not in _CHANGING and (record is None or not record.changes_args):
         return False
-    if not args:
-        return True
-    return isinstance(args[0], np.ndarray) and not (f in _IN_PLACE or f is operator.setitem)
+    return not args or isinstance(args[0], np.ndarray) and getattr(fr, "batches", None) != "arrays"
 
 
 def _pure(f, record) -> bool:
     """Whether ``f`` computes its result and changes nothing (given no iterator): a
     function, ufunc or array method of NumPy's (not its random numbers'), or of ``math``,
-    ``cmath`` or ``operator`` (not an in-place one), whose rule does not say it has effects."""
+    ``cmath`` or ``operator``, whose rule does not say it has effects or changes its
+    arguments."""
     if f in _CHANGING or record is not None and (record.effectful or record.changes_args):
         return False  # (once per direction, it would change the value k times)
     if isinstance(f, np.ufunc):
@@ -352,7 +334,7 @@ def call(state, f, fr, record, ts, args, kw=None):
     """``fr(ts, *args, **kw)`` in the batched computation of ``state``, as the module's
     docstring says; a change in place abandons the batch before it is made."""
     kw = kw or {}
-    if _changes(f, record, args):
+    if _changes(f, fr, record, args):
         raise abandon(state)
     k = size(ts)
     if not k:

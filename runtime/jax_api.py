@@ -245,17 +245,10 @@ def _restorer(x, met, depth=100):
 _UNSET = object()
 
 
-def _slots(cls) -> list:
-    """The names of the slots of ``cls`` and its bases (not ``__dict__``, ``__weakref__``)."""
-    names = [getattr(c, "__slots__", ()) for c in cls.__mro__]
-    return [n for ns in names for n in ((ns,) if isinstance(ns, str) else ns)
-            if n not in ("__dict__", "__weakref__")]
-
-
 def _fields_restorer(x, met, depth):
     """`_restorer` of an object's fields: those in its ``__dict__`` and its slots."""
     fields = getattr(x, "__dict__", None)
-    slots = _slots(type(x))
+    slots = shadow.slot_names(type(x))
     if type(fields) is not dict and not slots:
         return lambda: None
     items = fields.copy() if type(fields) is dict else None
@@ -302,11 +295,11 @@ def _same(a, b) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (int, float, complex, str, bytes, np.generic)) or a is None:
         return a == b or a != a and b != b
-    fields = getattr(a, "__dict__", None)
-    if type(fields) is not dict and not _slots(type(a)):
+    fields, slots = getattr(a, "__dict__", None), shadow.slot_names(type(a))
+    if type(fields) is not dict and not slots:
         return False
     return (type(fields) is not dict or _same(fields, vars(b))) and \
-        all(_same(getattr(a, n, _UNSET), getattr(b, n, _UNSET)) for n in _slots(type(a)))
+        all(_same(getattr(a, n, _UNSET), getattr(b, n, _UNSET)) for n in slots)
 
 
 def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0,

@@ -236,7 +236,7 @@ def _parts(x):
 def fields(o):
     """An object's fields by name: its ``__dict__`` and the ``__slots__`` it has set;
     None for what has neither (a number, a function)."""
-    names = [n for t in type(o).__mro__ for n in _slots(t) if n not in ("__dict__", "__weakref__")]
+    names = slot_names(type(o))
     own = getattr(o, "__dict__", None)
     if own is None and not names or isinstance(o, _NOT_OBJECTS):
         return None
@@ -249,6 +249,11 @@ def fields(o):
 
 _NOT_OBJECTS = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
                 types.ModuleType, functools.partial)
+
+
+def slot_names(cls) -> list:
+    """The names of the slots of ``cls`` and its bases (not ``__dict__``, ``__weakref__``)."""
+    return [n for t in cls.__mro__ for n in _slots(t) if n not in ("__dict__", "__weakref__")]
 
 
 def _slots(t):

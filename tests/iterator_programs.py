@@ -67,14 +67,16 @@ def dict_update(x):
 
 
 # map, enumerate, zip: one item at a time, as the loop asks
+def _first_item(s):
+    """``s[0]`` four times, each read when the item is taken."""
+    for _ in range(4):
+        yield s[0]
+
+
 def enumerate_reads_state_changed_by_loop(x):
     s = [x]
-
-    def gen():
-        for _ in range(4):
-            yield s[0]
     t = 0.0
-    for i, v in enumerate(gen()):
+    for i, v in enumerate(_first_item(s)):
         t += v
         s[0] = s[0] * x
     return t
@@ -82,12 +84,8 @@ def enumerate_reads_state_changed_by_loop(x):
 
 def map_reads_state_changed_by_loop(x):
     s = [x]
-
-    def gen():
-        for _ in range(4):
-            yield s[0]
     t = 0.0
-    for v in map(lambda u: 2 * u, gen()):
+    for v in map(lambda u: 2 * u, _first_item(s)):
         t += v
         s[0] = s[0] * x
     return t
@@ -95,12 +93,8 @@ def map_reads_state_changed_by_loop(x):
 
 def zip_reads_state_changed_by_loop(x):
     s = [x]
-
-    def gen():
-        for _ in range(4):
-            yield s[0]
     t = 0.0
-    for v, _ in zip(gen(), range(4)):
+    for v, _ in zip(_first_item(s), range(4)):
         t += v
         s[0] = s[0] * x
     return t

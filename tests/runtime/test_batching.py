@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bytegrad
+from bytegrad.bench.cases import rosenbrock_iadd as rosenbrock
+from bytegrad.bench.hvp import rosenbrock_hessian_times
 from bytegrad.runtime import batching, jax_api
 from bytegrad.runtime.batching import Batch, Unbatchable
 
@@ -98,13 +100,6 @@ def test_what_a_batch_does_not_define_raises_unbatchable(use):
 
 # -- jacfwd, batched ---------------------------------------------------------------------
 
-def rosenbrock(x):
-    s = 0.0
-    for i in range(len(x) - 1):
-        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
-    return s
-
-
 def rosenbrock_gradient(x):
     a, b = x[:-1], x[1:]
     return np.concatenate([-400.0 * a * (b - a ** 2) - 2.0 * (1 - a), [0.0]]) + \
@@ -161,9 +156,8 @@ def test_jacfwd_in_one_batched_pass_is_the_column_by_column_jacobian(f, args, pa
 
 def test_jacfwd_of_a_gradient_loop_against_the_closed_form_hessian_and_in_passes(passes, monkeypatch):
     x = np.linspace(-1.0, 1.5, 12)
-    want = np.array([(rosenbrock_gradient(x + 1e-6 * e) - rosenbrock_gradient(x - 1e-6 * e)) / 2e-6
-                     for e in np.eye(len(x))]).T
-    np.testing.assert_allclose(bytegrad.jacfwd(rosenbrock_gradient)(x), want, rtol=1e-6, atol=1e-6)
+    want = np.stack([rosenbrock_hessian_times(x, e) for e in np.eye(len(x))])  # (symmetric)
+    np.testing.assert_allclose(bytegrad.jacfwd(rosenbrock_gradient)(x), want, rtol=1e-12, atol=1e-12)
     monkeypatch.setattr(jax_api, "_BATCHED_ELEMENTS", 60)  # five columns a pass: three passes
     same(bytegrad.jacfwd(rosenbrock_gradient)(x), by_columns(rosenbrock_gradient, x))
     assert passes == [False, False]
@@ -348,10 +342,17 @@ def test_random_programs_batched_are_the_column_by_column_jacobian(data):
     same(got, by_columns(f, *args, argnums=argnums))
 
 
-def test_the_batched_state_is_a_computation_s_own():
-    assert not bytegrad.runtime.tangents.current().batch
-    bytegrad.jacfwd(rosenbrock)(np.array([0.5, 1.0, 1.5]))
-    assert not bytegrad.runtime.tangents.current().batch
+def test_an_error_of_yours_in_a_batch_is_yours_and_the_next_jvp_is_not_batched(passes):
+    def f(x):
+        if x[0] > 0:
+            raise ValueError("a check of yours")
+        return x * 2.0
+
+    with pytest.raises(ValueError, match="a check of yours"):  # (not an Abandon, nor a column's)
+        bytegrad.jacfwd(f)(np.array([1.0, 2.0]))
+    assert passes == [] and not bytegrad.runtime.tangents.current().batch
+    assert bytegrad.jvp(rosenbrock, (np.array([0.5, 1.0]),), (np.array([1.0, 0.0]),))[1] == \
+        pytest.approx(-400.0 * 0.5 * (1.0 - 0.25) - 2.0 * 0.5)
 
 
 def test_random_numbers_are_never_drawn_once_per_direction(passes):
