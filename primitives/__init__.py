@@ -2,7 +2,7 @@
 from . import mutation, operators, containers, cells, math, builtins, arrays  # noqa: F401
 from . import np_elementwise, np_reductions, np_linalg, np_shape, np_indexing  # noqa: F401
 from . import np_signal, np_statistics, np_fft, np_selection, np_numeric  # noqa: F401
-from . import np_ufunc  # noqa: F401
+from . import np_ufunc, batches  # noqa: F401
 from . import functional  # noqa: F401  (after containers and math: it wraps their rules)
 from . import sets, stdlib  # noqa: F401  (before taped, which adds to the rules of - and -=)
 from . import threads, processes, cluster  # noqa: F401  (after functional: as_python)

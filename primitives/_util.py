@@ -8,6 +8,7 @@ import types
 from ._frozen import np
 
 from ..runtime.algebra import is_differentiable
+from ..runtime.batching import Batch, summed, zeroed
 from . import buffers
 from .kernels import kernel
 
@@ -66,11 +67,15 @@ def unbroadcast(x, g):
         tg = type(g)
         if tg is float or tg is np.float64:
             return g
+        if tg is Batch:
+            return summed(g, x)
         g = g.sum() if tg is np.ndarray else g  # (np.sum's dispatch costs as much again)
         return float(g.real) if isinstance(g, (complex, np.complexfloating)) or t is float \
             else np.float64(g)
     if t is int or t is bool or x is None:
         return None
+    if t is Batch or type(g) is Batch:
+        return summed(g, x)
     if (t is np.ndarray or t is Like) and type(g) is np.ndarray and g.dtype is x.dtype \
             and g.shape == x.shape:
         return g  # the usual case: nothing to do
@@ -134,6 +139,8 @@ def zero_cotangent(d, g):
     ``np.tril``, a slice) sends no NaN back.  Where ``d`` is not 0, ``g`` is left as IEEE
     arithmetic made it (inf or NaN).  Changes an array ``g`` in place."""
     if type(g) is not np.ndarray:
+        if type(g) is Batch:
+            return zeroed(d, g)
         return g if g == g or d != 0 else type(g)(0)
     if g.dtype.kind in "fc" and g.size:
         # (one pass: NaN propagates through minimum, on one thread, unlike BLAS's dot;

@@ -23,6 +23,7 @@ import types
 from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
+from ..runtime.batching import Batch
 from ..runtime.forward import forward
 from ..runtime.mutation import wrapping
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, only_reads, returns_scalars, \
@@ -315,8 +316,8 @@ def _by_method(f, a, b):
     if tb is not ta:
         rm = getattr(tb, rname, None)
         calls.append((rm, b, a, True))
-        if issubclass(tb, ta) and rm is not getattr(ta, rname, None):
-            calls.reverse()
+        if issubclass(tb, ta) and rm is not getattr(ta, rname, None) or tb is Batch:
+            calls.reverse()  # (an array's method hands a Batch to Batch.__array_ufunc__)
     for m, x, y, swapped in calls:
         if m is None:
             continue

@@ -17,6 +17,7 @@ import types
 import numpy as np
 
 from ..ir.ops import Inline
+from .batching import Batch, Unbatchable
 
 _NUMBERS = {float, int, complex, np.float64, np.float32, np.complex128}
 
@@ -84,6 +85,8 @@ _STRUCTURED = frozenset({Eye, Fill})
 
 
 def _zeros(like):
+    if type(like) is Batch:
+        return Buffer(Batch(np.zeros_like(like.b)), np.ndarray)
     if isinstance(like, np.ndarray):
         return Buffer(np.zeros(like.shape, _grad_dtype(like.dtype)), np.ndarray)
     return Buffer([None] * len(like), tuple if isinstance(like, tuple) else list)
@@ -96,18 +99,36 @@ def _grad_dtype(dtype):
 def _add_into(buf: Buffer, g):
     """``buf += g`` in place for a one-hot, buffer or dense ``g``; returns ``buf``."""
     if type(g) is OneHot:
-        if buf.kind is np.ndarray:
-            buf.data[g.index] += g.value
-        else:
+        if buf.kind is not np.ndarray:
             buf.data[g.index] = accum(buf.data[g.index], g.value)
+        elif type(g.value) is Batch or type(buf.data) is Batch:
+            _batched_into(buf, g)
+        else:
+            buf.data[g.index] += g.value
         return buf
     g = unwrap(g)
-    if buf.kind is np.ndarray:
-        buf.data += g
-    else:
+    if buf.kind is not np.ndarray:
         for i, x in enumerate(g):
             buf.data[i] = accum(buf.data[i], x)
+    elif type(g) is Batch or type(buf.data) is Batch:
+        _batched_into(buf, g)
+    else:
+        buf.data += g
     return buf
+
+
+def _batched_into(buf, g):
+    """``buf += g`` where ``g`` or ``buf`` holds a Batch of gradients, one per seed
+    (`hessian`'s columns in one pass: primitives/batches.py): the buffer becomes one."""
+    v = g.value if type(g) is OneHot else g
+    if type(buf.data) is not Batch:
+        if type(v) is not Batch:
+            raise Unbatchable
+        buf.data = Batch(np.repeat(buf.data[None], len(v.b), 0))
+    if type(g) is OneHot:
+        buf.data[g.index] = buf.data[g.index] + v
+    else:
+        buf.data = buf.data + v
 
 
 def _own(g):
@@ -116,6 +137,8 @@ def _own(g):
         return _add_into(_zeros(g.like), g)
     if isinstance(g, np.ndarray):
         return Buffer(np.array(g, dtype=_grad_dtype(g.dtype)), np.ndarray)
+    if type(g) is Batch:
+        return Buffer(Batch(g.b.copy()), np.ndarray)
     return Buffer(list(g), tuple if isinstance(g, tuple) else list)
 
 

@@ -20,6 +20,10 @@ rule through `call`:
   containers of Batches), and so is a write into an array: the shadow keeps a Batch
   of its tangents, and a view's are the same view of each direction's (`view_of`).
 
+`hessian` runs tangent code with Batches of tangents under reverse mode, seeded with a
+Batch: each gradient is then a Batch of one per seed (`summed`, `zeroed`, and the
+reverse rules of a Batch's operations in primitives/batches.py).
+
 A Batch used in a way it does not define (its shape, ``np.sum`` of it, a comparison)
 raises `Unbatchable`, and a marked rule is then called per direction too, or the batch
 abandoned.  Both are BaseExceptions: no ``except Exception`` of yours catches them.
@@ -41,6 +45,12 @@ import numpy as np
 
 class Unbatchable(BaseException):
     """A Batch was used in a way that is not the same for every direction."""
+
+    raised = 0  # (how many were: one that code of yours caught still abandons a reverse pass)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        Unbatchable.raised += 1
 
 
 class Abandon(BaseException):
@@ -229,6 +239,42 @@ def broadcast(d, shape):
         return d
     w = _widened(d, len(shape))
     return Batch(np.broadcast_to(w, w.shape[:1] + tuple(shape)).copy())
+
+
+def summed(g, x):
+    """Gradient Batch ``g`` (one per seed: `hessian`'s batched columns,
+    primitives/batches.py) of operand ``x`` of a broadcast, each seed's summed back to
+    ``x``'s shape, as `unbroadcast` sums one; None for ints; complex numbers are not
+    batched."""
+    t = type(x)
+    if g is None or t is int or t is bool or t is np.ndarray and x.dtype.kind in "biu":
+        return None
+    if type(g) is not Batch or g.b.dtype.kind != "f":
+        raise Unbatchable
+    if t is Batch:
+        shape = x.b.shape[1:]
+    elif t is float or isinstance(x, np.floating) or t is np.ndarray and x.dtype.kind == "f":
+        shape = np.shape(x)
+    else:
+        raise Unbatchable
+    b = g.b
+    extra = b.ndim - 1 - len(shape)
+    if extra:
+        b = b.sum(axis=tuple(range(1, 1 + extra)))
+    ones = tuple(1 + i for i, n in enumerate(shape) if n == 1 and b.shape[1 + i] != 1)
+    return Batch(b.sum(axis=ones, keepdims=True) if ones else b)
+
+
+def zeroed(d, g):
+    """Gradient Batch ``g`` with 0 where it is NaN and gradient Batch ``d`` is 0, each
+    seed's as `zero_cotangent` makes one."""
+    b = g.b
+    nan = b != b
+    if not nan.any():
+        return g
+    if type(d) is not Batch:
+        raise Unbatchable
+    return Batch(np.where(nan & (_widened(d, b.ndim - 1) == 0), 0.0, b))
 
 
 # -- a rule's call on a batch ------------------------------------------------------------

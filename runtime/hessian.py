@@ -6,7 +6,11 @@ the pullback of ``a ↦ jvp(f, a, tangents)`` (reverse over the tangent code), a
 it the gradient itself and ``f`` at the outer level, which the Hessian-vector product
 drops.  Outside any differentiation `hvp` runs that pullback alone (and the gradient
 only where the product has a zero: the jvp gives None where the gradient is None, a
-zero elsewhere); `hessian` is one `hvp` per input element, laid out as the inputs.
+zero elsewhere).  `hessian` is that pullback once for up to 128 columns: the tangents
+along them stacked in `batching.Batch`es, and the seed too, so that each gradient is a
+Batch of one per column (`_batched_hvp`, primitives/batches.py); where the code does
+what a Batch does not define (NumPy's reductions of a tangent), one `hvp` per column,
+laid out as the inputs.
 Inside a differentiated function `hvp` is the jvp, lifted by the outer level as any
 code is.
 
@@ -22,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import api
+from . import api, batching
 from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
@@ -86,7 +90,8 @@ def _tangent_of(f, primals, tangents, wanted):
 def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
             has_aux: bool = False) -> Callable[..., Any]:
     """JAX's ``hessian``: ``jacfwd(grad(f, argnums), argnums)``, forward over reverse:
-    one Hessian-vector product per input element (`hvp`).  For ``x`` of shape ``(n,)``
+    the Hessian-vector products of the input elements' columns in batched passes, or
+    one at a time (`hvp`).  For ``x`` of shape ``(n,)``
     it is ``(n, n)``; in general ``in.shape + in.shape`` per pair of input leaves, with
     tuples, lists and dicts laid out as `jacfwd` lays them out."""
     _callable(f)
@@ -103,7 +108,39 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                 if leaf is None:  # (no gradient there, which jacfwd of grad refuses too)
                     _float_leaf(leaf, "hessian")
             return None, d
-        return forward_jacobian(column, None, args, argnums, False, "hessian")
+        return forward_jacobian(column, None, args, argnums, False, "hessian",
+                                lambda a, ts: _batched_hvp(g, a, ts, argnums))
     return hess
+
+
+def _batched_hvp(f, primals, tangents, argnums):
+    """`hvp` along the directions of the Batches in ``tangents``, in one reverse pass of
+    the tangent code seeded with a Batch (primitives/batches.py): ``(x, d)``, ``x`` the
+    inputs as `hvp` returns their gradients, ``d`` holding Batches; raises
+    `batching.Abandon` where the directions must be taken one at a time (and where
+    anything is not as `hvp` would take it: its errors and zeros are the columns')."""
+    single, wanted, _ = api._argnums(argnums)
+    k = batching.size(tangents)
+    raised = batching.Unbatchable.raised
+    try:
+        tf, args, wrt, at = _tangent_of(f, tuple(primals), tuple(tangents), wanted)
+        with _COMPUTING:
+            with isolated_at(0, TangentShadow()) as sh, refusing_changes(sh, f):
+                (y, dy), back = api._pullback(tf, args, wrt, {})
+            if type(y) not in (float, np.float64) or type(dy) is not batching.Batch or dy.b.shape != (k,):
+                raise batching.Abandon
+            g = back((None, batching.Batch(np.ones(k))))
+    except (batching.Unbatchable, Exception):
+        # (an error of yours the columns raise again; or NumPy's, given a Batch where it
+        # takes a number: ``a[i] = d`` is a ValueError)
+        raise batching.Abandon from None
+    n = len(primals)
+    dg = tuple(g[at + i % n] for i in wanted)
+    x = tuple(primals[i] for i in wanted)
+    leaves = list(_leaves(dg))
+    if batching.Unbatchable.raised != raised or len(leaves) != len(list(_leaves(x))) or \
+            any(type(d) is not batching.Batch for d in leaves):
+        raise batching.Abandon  # (code of yours caught an Unbatchable; or a zero: the columns tell)
+    return (x[0], dg[0]) if single else (x, dg)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from . import api, jax_api, shadow
 from .algebra import is_differentiable, unwrap
+from .batching import Batch
 from .binding import bind
 from .computing import computing
 from .errors import full_name, user_location
@@ -430,7 +431,7 @@ def _getitem2(ts, x, k):
     """``x[k]``, an element of a float array: the reverse rules of the read, twice."""
     dx, _ = ts
     if type(x) is not np.ndarray or x.dtype.kind != "f" or type(k) is not int or \
-            dx is not None and type(dx) is not np.ndarray:
+            dx is not None and type(dx) is not np.ndarray and type(dx) is not Batch:
         return None
     y, pb = forward(operator.getitem, x, k)
     dy, pbt = (None, None) if dx is None else forward(operator.getitem, dx, k)
