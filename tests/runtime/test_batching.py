@@ -5,7 +5,7 @@ for the columns one at a time.  Each Jacobian is checked against the one compute
 column at a time, and that against reverse mode or a closed form."""
 from __future__ import annotations
 
-import contextlib
+import functools
 import math
 import os
 import sys
@@ -22,48 +22,14 @@ from bytegrad.runtime import batching, jax_api
 from bytegrad.runtime.batching import Batch, Unbatchable
 
 
+import batched_passes
+from batched_passes import passes, same, spied  # noqa: F401  (passes: a fixture)
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
 from test_random_programs import draw_program  # noqa: E402
 
 
-@contextlib.contextmanager
-def spied():
-    """The outcomes of jacfwd's batched passes meanwhile: True where one was abandoned."""
-    seen = []
-    real = jax_api._batched_columns
-
-    def spy(*a):
-        r = real(*a)
-        seen.append(r is None)
-        return r
-    jax_api._batched_columns = spy
-    try:
-        yield seen
-    finally:
-        jax_api._batched_columns = real
-
-
-@pytest.fixture
-def passes():
-    with spied() as seen:
-        yield seen
-
-
-def by_columns(f, *args, **kw):
-    """jacfwd a column at a time, as without batches."""
-    real = jax_api._batched_columns
-    jax_api._batched_columns = lambda *a: None
-    try:
-        return bytegrad.jacfwd(f, **kw)(*args)
-    finally:
-        jax_api._batched_columns = real
-
-
-def same(a, b):
-    la, lb = list(jax_api._leaves(a)), list(jax_api._leaves(b))
-    assert len(la) == len(lb)
-    for u, v in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-12, atol=1e-14)
+by_columns = functools.partial(batched_passes.by_columns, bytegrad.jacfwd)
 
 
 # -- the Batch itself ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 against closed forms and finite differences of the gradient."""
 from __future__ import annotations
 
-import contextlib
+import functools
 import math
 import os
 import re
@@ -17,6 +17,8 @@ import bytegrad
 from bytegrad import grad, hessian, hvp
 from bytegrad.runtime import jax_api
 
+import batched_passes
+from batched_passes import passes, same  # noqa: F401  (passes: a fixture)
 from checks import fd_gradient
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
@@ -97,14 +99,15 @@ def test_hessian_with_aux_and_of_a_function_of_a_matrix():
     assert np.allclose(H, expected)
 
 
+class Spring:
+    def __init__(self, k):
+        self.k = k
+
+    def energy(self, d):
+        return 0.5 * self.k * d * d if d > 0 else 0.1 * self.k * d ** 4
+
+
 def test_hessian_of_a_program_with_branches_loops_and_objects_matches_finite_differences():
-    class Spring:
-        def __init__(self, k):
-            self.k = k
-
-        def energy(self, d):
-            return 0.5 * self.k * d * d if d > 0 else 0.1 * self.k * d ** 4
-
     def total(x):
         springs = [Spring(k) for k in (1.0, 2.0, 3.0)]
         return sum([s.energy(x[i] - x[i + 1]) for i, s in enumerate(springs[:len(x) - 1])])
@@ -242,44 +245,7 @@ def test_hessian_passes_a_keyword_only_argument_through():
 
 # -- hessian's columns in one reverse pass: the tangents and the seed batched ------------
 
-@contextlib.contextmanager
-def spied():
-    """Whether hessian's batched passes were abandoned meanwhile (True) or not."""
-    seen = []
-    real = jax_api._batched_columns
-
-    def spy(*a):
-        r = real(*a)
-        seen.append(r is None)
-        return r
-    jax_api._batched_columns = spy
-    try:
-        yield seen
-    finally:
-        jax_api._batched_columns = real
-
-
-@pytest.fixture
-def passes():
-    with spied() as seen:
-        yield seen
-
-
-def by_columns(f, *args, argnums=0, **kw):
-    """hessian one Hessian-vector product at a time, as without batches."""
-    real = jax_api._batched_columns
-    jax_api._batched_columns = lambda *a: None
-    try:
-        return hessian(f, argnums)(*args, **kw)
-    finally:
-        jax_api._batched_columns = real
-
-
-def same(a, b, rtol=1e-12):
-    la, lb = list(jax_api._leaves(a)), list(jax_api._leaves(b))
-    assert len(la) == len(lb)
-    for u, v in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol, atol=1e-12)
+by_columns = functools.partial(batched_passes.by_columns, hessian)
 
 
 def fd_hessian(f, x, **kw):
@@ -310,14 +276,6 @@ def quotients(x):
     q = x[0] / (x[1] + x[2] ** 2) - 1.0 / x[0]
     q += abs(x[1]) * x[2] ** 2 + max(x[1], x[2]) ** 2
     return -q * x[1] + (+x[2]) ** 2.5
-
-
-class Spring:
-    def __init__(self, k):
-        self.k = k
-
-    def energy(self, d):
-        return 0.5 * self.k * d * d if d > 0 else 0.1 * self.k * d ** 4
 
 
 def springs(x):
