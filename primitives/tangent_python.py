@@ -270,6 +270,7 @@ def _log_frule(log):
         if base and ts[1] is not None:
             out = plus(out, -ts[1] * y / (base[0] * log(base[0])))
         return y, out
+    batches(fr)
     return fr
 
 
@@ -295,6 +296,9 @@ def _atan2(ts, a, b):
 def _hypot(ts, *xs):
     y = _math.hypot(*xs)
     return y, None if y == 0 else _sum_tangents([times(d, x / y) for d, x in zip(ts, xs)])
+
+
+batches(_math_pow, _atan2, _hypot)
 
 
 def _sum_tangents(ds):
@@ -324,6 +328,7 @@ def _summing(total):
     def fr(ts, xs, *start):
         v, dv = consume(xs, ts[0])
         return _sum(total(v, *start), ts, v, dv, start)
+    batches(fr)  # (it adds tangents)
     return fr
 
 
@@ -358,6 +363,7 @@ def _extremum(f, better):
             return f(v, key=key, **kw), dkw.get("default")
         return v[best], None if ds is None else ds[best]
     fr.keyword_tangents = True  # (the default's)
+    batches(fr)  # (it picks a tangent)
     return fr
 
 

@@ -22,7 +22,12 @@ rule through `call`:
 
 `hessian` runs tangent code with Batches of tangents under reverse mode, seeded with a
 Batch: each gradient is then a Batch of one per seed (`summed`, `zeroed`, and the
-reverse rules of a Batch's operations in primitives/batches.py).
+reverse rules of a Batch's operations in primitives/batches.py).  There a rule not
+marked `batches` abandons the pass (`forward_rule_tangents`).
+
+Once a computation is abandoned, each rule takes the first direction's tangents and its
+result is dropped: code of yours that catches the `Abandon` (a bare ``except:``) and
+tries again comes to an end.
 
 A Batch used in a way it does not define (its shape, ``np.sum`` of it, a comparison)
 raises `Unbatchable`, and a marked rule is then called per direction too, or the batch
@@ -61,14 +66,53 @@ class State:
     """A batched computation's: its number of directions ``k``, and whether it was
     abandoned (also where code of yours caught the `Abandon`, as a bare ``except:`` does)."""
 
-    __slots__ = ("k", "abandoned")
+    __slots__ = ("k", "abandoned", "start")
 
     def __init__(self, k):
-        self.k, self.abandoned = k, False
+        self.k, self.abandoned, self.start = k, False, Unbatchable.raised
 
     def zeros(self, a):
         """The Batch of zero tangents of array ``a``."""
         return Batch(np.zeros((self.k,) + a.shape, a.dtype))
+
+
+class reverse_pass:
+    """``with reverse_pass(k) as state:`` marks `hessian`'s batched reverse pass of ``k``
+    directions as running (`REVERSE`), for the reverse rule of `jvp_call` (`forward_rule_
+    tangents`); ``state.abandoned`` once any Unbatchable was raised meanwhile."""
+
+    def __init__(self, k):
+        self.state = State(k)
+
+    def __enter__(self):
+        self.before, REVERSE[0] = REVERSE[0], self.state
+        return self.state
+
+    def __exit__(self, *exc):
+        REVERSE[0] = self.before
+        if Unbatchable.raised != self.state.start:
+            self.state.abandoned = True
+
+
+REVERSE = [None]  # the State of the batched reverse pass running, if any
+
+
+def forward_rule_tangents(fr, ts):
+    """The tangents ``ts`` as forward rule ``fr`` is to take them in a batched reverse pass
+    (`REVERSE`), where one runs: a rule not marked `batches` never takes a Batch (its code
+    may test the tangent's type), and it abandons the pass; once the pass is abandoned,
+    each rule takes the first direction's, its result dropped, so that code of yours that
+    catches the Unbatchable and tries again comes to an end."""
+    state = REVERSE[0]
+    if state is None:
+        return ts
+    if state.abandoned or Unbatchable.raised != state.start:
+        state.abandoned = True
+        return part(ts, 0)
+    if not getattr(fr, "batches", False) and size(ts):
+        state.abandoned = True
+        raise Unbatchable
+    return ts
 
 
 def abandon(state) -> Abandon:
@@ -244,17 +288,17 @@ def broadcast(d, shape):
 def summed(g, x):
     """Gradient Batch ``g`` (one per seed: `hessian`'s batched columns,
     primitives/batches.py) of operand ``x`` of a broadcast, each seed's summed back to
-    ``x``'s shape, as `unbroadcast` sums one; None for ints; complex numbers are not
-    batched."""
+    ``x``'s shape and dtype, as `unbroadcast` sums one; None for ints; complex numbers
+    are not batched."""
     t = type(x)
     if g is None or t is int or t is bool or t is np.ndarray and x.dtype.kind in "biu":
         return None
     if type(g) is not Batch or g.b.dtype.kind != "f":
         raise Unbatchable
     if t is Batch:
-        shape = x.b.shape[1:]
+        shape, dtype = x.b.shape[1:], x.b.dtype
     elif t is float or isinstance(x, np.floating) or t is np.ndarray and x.dtype.kind == "f":
-        shape = np.shape(x)
+        shape, dtype = np.shape(x), np.result_type(x)
     else:
         raise Unbatchable
     b = g.b
@@ -262,7 +306,9 @@ def summed(g, x):
     if extra:
         b = b.sum(axis=tuple(range(1, 1 + extra)))
     ones = tuple(1 + i for i, n in enumerate(shape) if n == 1 and b.shape[1 + i] != 1)
-    return Batch(b.sum(axis=ones, keepdims=True) if ones else b)
+    if ones:
+        b = b.sum(axis=ones, keepdims=True)
+    return Batch(b.astype(dtype, copy=False))  # (as `unbroadcast` gives a float32's its dtype)
 
 
 def zeroed(d, g):
@@ -380,6 +426,8 @@ def call(state, f, fr, record, ts, args, kw=None):
     """``fr(ts, *args, **kw)`` in the batched computation of ``state``, as the module's
     docstring says; a change in place abandons the batch before it is made."""
     kw = kw or {}
+    if state.abandoned:  # (its result dropped: code of yours that catches the Abandon and tries again ends)
+        return fr(part(ts, 0), *args, **kw)
     if _changes(f, fr, record, args):
         raise abandon(state)
     k = size(ts)

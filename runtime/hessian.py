@@ -30,7 +30,7 @@ from . import api, batching
 from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
-from .jvp import compiled_tangent
+from .jvp import BATCHED, compiled_tangent
 from .nesting import _Along, refusing_changes
 from .tangents import TangentShadow, isolated_at
 from .utilities import nestlevel
@@ -47,9 +47,9 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     _callable(f)
     if nestlevel():  # (first: an outer level lifts what runs before it)
         return jvp(grad(f, argnums), primals, tangents)[1]
-    single, wanted, repeats = api._argnums(argnums)
+    single, wanted, _ = api._argnums(argnums)
     n = len(primals) if isinstance(primals, (tuple, list)) else 0
-    if repeats or not all(-n <= i < n for i in wanted):
+    if not all(-n <= i < n for i in wanted):  # (its error)
         return jvp(grad(f, argnums), primals, tangents)[1]
     primals, tangents = _pairs(primals, tangents)
     tf, args, wrt, at = _tangent_of(f, primals, tangents, wanted)
@@ -63,7 +63,7 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     if any(d is None for d in _leaves(dg)):
         # (zero, or no gradient at all, which the jvp of the gradient gives as None: the
         # gradient tells them apart)
-        like = api._value_and_gradient(f, primals, wanted, {})[1]
+        like = api._value_and_gradient(f, primals, _positions(wanted, n), {})[1]
         like = tuple(like[i] for i in wanted)
     else:
         like = tuple(primals[i] for i in wanted)
@@ -72,19 +72,25 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     return out[0] if single else out
 
 
-def _tangent_of(f, primals, tangents, wanted):
+def _tangent_of(f, primals, tangents, wanted, variant=None):
     """``(g, args, wrt, at)``: ``g(*args)`` is ``(f(*primals), its tangent)``, to be
     differentiated in the positions ``wrt``; the gradient of ``primals[i]`` is at
     ``at + i``.  A Python function's tangent code is called itself, the tangents
     constants, so reverse mode leaves out what only they, or arguments outside
-    ``wanted``, would need (of the MLP loss, half the matrix products)."""
+    ``wanted``, would need (of the MLP loss, half the matrix products); its ``variant``
+    (`jvp.BATCHED`: every call through `jvp_call`)."""
     n = len(primals)
     if type(f) is types.FunctionType:
-        c = compiled_tangent(f)
+        c = compiled_tangent(f, variant)
         if c.arity == n:
             return (types.FunctionType(c.tangent_code, f.__globals__), (f,) + primals + (None,) + tangents,
-                    tuple(1 + i % n for i in wanted), 1)
-    return _Along(f, None, tangents, TangentShadow()), primals, wanted, 0
+                    tuple(1 + i for i in _positions(wanted, n)), 1)
+    return _Along(f, None, tangents, TangentShadow()), primals, _positions(wanted, n), 0
+
+
+def _positions(wanted, n):
+    """The positions of the arguments ``wanted`` names (negative, or more than once)."""
+    return tuple(sorted({i % n for i in wanted}))
 
 
 def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -109,8 +115,13 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
                     _float_leaf(leaf, "hessian")
             return None, d
         return forward_jacobian(column, None, args, argnums, False, "hessian",
-                                lambda a, ts: _batched_hvp(g, a, ts, argnums))
+                                lambda a, ts: _batched_hvp(g, a, ts, argnums), FEWEST)
     return hess
+
+
+# (below it, the columns take less time: a batch's operation on k numbers costs about as
+# much as the k operations of scalar code)
+FEWEST = 8
 
 
 def _batched_hvp(f, primals, tangents, argnums):
@@ -121,10 +132,9 @@ def _batched_hvp(f, primals, tangents, argnums):
     anything is not as `hvp` would take it: its errors and zeros are the columns')."""
     single, wanted, _ = api._argnums(argnums)
     k = batching.size(tangents)
-    raised = batching.Unbatchable.raised
     try:
-        tf, args, wrt, at = _tangent_of(f, tuple(primals), tuple(tangents), wanted)
-        with _COMPUTING:
+        tf, args, wrt, at = _tangent_of(f, tuple(primals), tuple(tangents), wanted, BATCHED)
+        with _COMPUTING, batching.reverse_pass(k) as state:
             with isolated_at(0, TangentShadow()) as sh, refusing_changes(sh, f):
                 (y, dy), back = api._pullback(tf, args, wrt, {})
             if type(y) not in (float, np.float64) or type(dy) is not batching.Batch or dy.b.shape != (k,):
@@ -138,7 +148,7 @@ def _batched_hvp(f, primals, tangents, argnums):
     dg = tuple(g[at + i % n] for i in wanted)
     x = tuple(primals[i] for i in wanted)
     leaves = list(_leaves(dg))
-    if batching.Unbatchable.raised != raised or len(leaves) != len(list(_leaves(x))) or \
+    if state.abandoned or len(leaves) != len(list(_leaves(x))) or \
             any(type(d) is not batching.Batch for d in leaves):
         raise batching.Abandon  # (code of yours caught an Unbatchable; or a zero: the columns tell)
     return (x[0], dg[0]) if single else (x, dg)

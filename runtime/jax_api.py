@@ -18,6 +18,7 @@ import numpy as np
 
 from ..ir.ir import full_name
 from . import batching, shadow, tangents as shadows
+from .algebra import accum
 from .api import _callable, pullback
 from .computing import computing
 from .jvp import BATCHED, compiled_tangent, jvp_call
@@ -332,19 +333,20 @@ def _batched_jvp(f, primals, tangents):
     return y, dy
 
 
-def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
+def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None, fewest=1):
     """`jacfwd`'s Jacobian in ``argnums`` from ``column(args, ts)``, ``(y, J ts)`` for the
     tangents ``ts`` of the arguments (one per element of the inputs), and ``value()``,
     the output, where no column gave it (y None); ``value`` None: the output is laid
     out as the inputs are (a gradient's).  A function that changes its arguments in
     place leaves them as one call leaves them; each other column is computed at a copy
     of them as they were given.  ``batched(args, ts)``, where given, computes many
-    columns in one pass (`_batched_columns`), or abandons them to ``column``."""
+    columns in one pass (`_batched_columns`), or abandons them to ``column``; where there
+    are ``fewest`` columns at least."""
     single, nums, x, ins = _inputs(args, argnums, what)
     y = aux = None
     given = _copied(args)
     done = None
-    if batched is not None and not shadows.levels():
+    if batched is not None and not shadows.levels() and sum(leaf.size for leaf in ins) >= fewest:
         restore = _restorer(args, set())
         done = _batched_columns(batched, args, given, x, ins, single, nums, has_aux)
         if done is None:
@@ -354,11 +356,7 @@ def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None):
     for j, leaf in enumerate(ins if done is None else ()):
         for k in range(leaf.size):
             e = iter(_basis(ins, j, k))
-            tx = _rebuild(x, e)
-            ts = [None] * len(args)
-            for n, i in enumerate(nums):
-                ts[i] = tx if single else tx[n]
-            y, dy = column(at, ts)
+            y, dy = column(at, _seeds(len(args), nums, _rebuild(x, e), single))
             cols.append(list(_leaves(dy[0] if has_aux else dy)))
             if at is args and given is not None and not _same(args, given):
                 at = None  # (changed by the call: the next columns at copies)
@@ -398,12 +396,8 @@ def _batched_columns(batched, args, given, x, ins, single, nums, has_aux):
     y, cols, at = None, [], args
     for start in range(0, total, chunk):
         k = min(chunk, total - start)
-        tx = _rebuild(x, iter(_batch_basis(ins, start, k)))
-        ts = [None] * len(args)
-        for n, i in enumerate(nums):
-            ts[i] = tx if single else tx[n]
         try:
-            y, dy = batched(at, ts)
+            y, dy = batched(at, _seeds(len(args), nums, _rebuild(x, iter(_batch_basis(ins, start, k))), single))
         except batching.Abandon:
             return None
         held = _held(at)
@@ -415,6 +409,15 @@ def _batched_columns(batched, args, given, x, ins, single, nums, has_aux):
         if at is not args:
             at = copy.deepcopy(given)
     return (y, cols) if cols else None
+
+
+def _seeds(n, nums, tx, single):
+    """The tangents of ``n`` arguments: ``tx`` (of the arguments ``nums``, one or a tuple)
+    laid out by position, those of an argument named twice in ``nums`` added."""
+    ts = [None] * n
+    for j, i in enumerate(nums):
+        ts[i] = accum(ts[i], tx if single else tx[j])
+    return ts
 
 
 def _batch_basis(ins, start, k):

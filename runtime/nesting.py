@@ -34,7 +34,7 @@ import types
 
 import numpy as np
 
-from . import api, jax_api, shadow
+from . import api, batching, jax_api, shadow
 from .algebra import is_differentiable, unwrap
 from .batching import Batch
 from .binding import bind
@@ -44,7 +44,7 @@ from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
-from .jvp import _PLANS, compiled_tangent, jvp_call, jvp_call_kw
+from .jvp import _PLANS, BATCHED, compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
 from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
@@ -83,7 +83,7 @@ def _plan(f, args, kw):
         return ("derived", derived(f, r), _Moved.of(f, None, args, kw))
     t = type(f)
     if t is types.FunctionType:
-        c = compiled_tangent(f)
+        c = compiled_tangent(f, batching.REVERSE[0] and BATCHED)  # (every call through jvp_call)
         if c.generator:  # (its tangent code is sent (value, tangent) pairs: no level lifts that)
             _refuse(f"the generator {full_name(f)} (a generator expression or function) in forward "
                     f"mode", "compute its items into a list first ([... for v in xs]), or "
@@ -263,7 +263,7 @@ def _jvp_call_rule(f, df, dargs, /, *args, **kw):
     """Reverse over forward: the pullback of the tangent code (or forward rule) run."""
     fr = None if kw else frule_for(f)
     if fr is not None:  # (the common case, `_reverse_over_forward`'s first, without its layout: -25%)
-        y, pb = forward(fr, dargs, *args)
+        y, pb = forward(fr, batching.forward_rule_tangents(fr, dargs), *args)
         return y, wrapping(pb, lambda d: (None, None, None, *pb(d)[1:]))
     y, back = _reverse_over_forward(f, df, dargs, None, args, kw)
     return y, _laid_out(back, False, kw)
@@ -309,6 +309,7 @@ def _reverse_over_forward(f, df, dargs, dkw, args, kw):
     if plan[0] == "derived":
         _derived_untangented(f, dins)
     if plan[0] in ("frule", "derived"):
+        dins = batching.forward_rule_tangents(plan[1], dins)
         y, pb = forward(plan[1], dins, *ins, **(b.rest if b else {}))  # (arithmetic: `second_order_rules`)
 
         def back(d):

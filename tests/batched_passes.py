@@ -48,3 +48,19 @@ def same(a, b, rtol=1e-12):
     assert len(la) == len(lb)
     for u, v in zip(la, lb):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol, atol=1e-14 if rtol <= 1e-12 else 1e-12)
+
+
+def retrying(attempts, finish):
+    """``f(x)``, ``finish(float(x[0]), x)``, that calls ``float`` again on any error (at
+    most 50 times, each failure put in ``attempts``): the ``float`` of a tangent raises in a
+    batch."""
+    def f(x):
+        v = 0.0
+        while len(attempts) < 50:
+            try:
+                v = float(x[0])
+                break
+            except:  # noqa: E722
+                attempts.append(1)
+        return finish(v, x)
+    return f

@@ -23,7 +23,7 @@ from bytegrad.runtime.batching import Batch, Unbatchable
 
 
 import batched_passes
-from batched_passes import passes, same, spied  # noqa: F401  (passes: a fixture)
+from batched_passes import passes, retrying, same, spied  # noqa: F401  (passes: a fixture)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
 from test_random_programs import draw_program  # noqa: E402
@@ -533,3 +533,12 @@ def test_arguments_sharing_memory_are_taken_a_column_at_a_time(passes):
     got = bytegrad.jacfwd(f, argnums=(0, 1))(*shared())
     assert passes == [True]
     same(got, by_columns(f, *shared(), argnums=(0, 1)))
+
+
+@pytest.mark.regression
+def test_code_of_yours_that_retries_on_any_error_ends(passes):
+    attempts = []
+    f = retrying(attempts, lambda v, x: np.array([v ** 3 * x[1], x[0]]))
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(bytegrad.jacfwd(f)(x), [[3 * 0.5 ** 2 * 2.0, 0.5 ** 3], [1.0, 0.0]], rtol=1e-12)
+    assert passes == [True] and len(attempts) <= 1

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import bytegrad
 from bytegrad import grad, hessian, hvp
-from bytegrad.runtime import jax_api
+from bytegrad.runtime import hessian as hessian_module, jax_api
 
 import batched_passes
-from batched_passes import passes, same  # noqa: F401  (passes: a fixture)
+from batched_passes import passes, retrying, same  # noqa: F401  (passes: a fixture)
 from checks import fd_gradient
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
@@ -248,6 +248,13 @@ def test_hessian_passes_a_keyword_only_argument_through():
 by_columns = functools.partial(batched_passes.by_columns, hessian)
 
 
+@pytest.fixture
+def batched(passes, monkeypatch):
+    """The batched passes, taken from one column on (not `hessian_module.FEWEST`)."""
+    monkeypatch.setattr(hessian_module, "FEWEST", 1)
+    return passes
+
+
 def fd_hessian(f, x, **kw):
     """Central differences of the gradient (reverse mode), column by column."""
     g = grad(f, **kw)
@@ -284,41 +291,41 @@ def springs(x):
 
 
 @pytest.mark.parametrize("f", [rosenbrock, trig, branches, quotients, springs])
-def test_scalar_programs_take_their_hessian_in_one_pass(f, passes):
+def test_scalar_programs_take_their_hessian_in_one_pass(f, batched):
     x = np.array([0.7, -1.3, 0.4])
     H = hessian(f)(x)
-    assert passes == [False]
+    assert batched == [False]
     same(H, by_columns(f, x))
     np.testing.assert_allclose(H, fd_hessian(f, x), rtol=1e-5, atol=1e-6)
 
 
-def test_the_rosenbrock_loop_takes_chunks_of_columns_in_passes(passes, monkeypatch):
+def test_the_rosenbrock_loop_takes_chunks_of_columns_in_passes(batched, monkeypatch):
     x = np.linspace(-1.0, 1.5, 12)
     monkeypatch.setattr(jax_api, "_BATCHED_ELEMENTS", 60)  # five columns a pass: three passes
     np.testing.assert_allclose(hessian(rosenbrock)(x), rosenbrock_hessian(x), rtol=1e-12, atol=1e-9)
-    assert passes == [False]
+    assert batched == [False]
 
 
-def test_dicts_argnums_and_keywords_go_through_the_batch(passes):
+def test_dicts_argnums_and_keywords_go_through_the_batch(batched):
     def f(p, y, scale=1.0):
         return scale * (p["w"][0] ** 2 * p["b"] + p["b"] ** 3 * y + math.sin(p["w"][1] * y))
 
     p, y = {"w": np.array([0.3, -0.8]), "b": 1.5}, 0.6
     same(hessian(f)(p, y, scale=2.0), by_columns(f, p, y, scale=2.0))
     same(hessian(f, argnums=(0, 1))(p, y), by_columns(f, p, y, argnums=(0, 1)))
-    assert passes == [False, False]
+    assert batched == [False, False]
 
 
 @pytest.mark.parametrize("f", [lambda x: np.sum(np.sin(x) * x ** 2), lambda x: x @ x])
-def test_vectorised_numpy_goes_a_column_at_a_time(f, passes):
+def test_vectorised_numpy_goes_a_column_at_a_time(f, batched):
     x = np.array([0.7, -1.3, 0.4])
     H = hessian(f)(x)
-    assert passes == [True]  # (NumPy's reductions of a Batch: not defined)
+    assert batched == [True]  # (NumPy's reductions of a Batch: not defined)
     np.testing.assert_allclose(H, fd_hessian(f, x), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.regression
-def test_an_unbatchable_caught_by_a_bare_except_of_yours_still_abandons_the_batch(passes):
+def test_an_unbatchable_caught_by_a_bare_except_of_yours_still_abandons_the_batch(batched):
     def f(x):
         try:
             t = np.sum(x * x)  # (a Batch's reduction raises inside; caught below)
@@ -328,10 +335,10 @@ def test_an_unbatchable_caught_by_a_bare_except_of_yours_still_abandons_the_batc
 
     x = np.array([0.5, 2.0])
     np.testing.assert_allclose(hessian(f)(x), [[2.0 + 6 * 0.5, 0.0], [0.0, 2.0]], rtol=1e-12)
-    assert passes == [True]
+    assert batched == [True]
 
 
-def test_an_error_of_yours_is_raised_as_the_columns_raise_it(passes):
+def test_an_error_of_yours_is_raised_as_the_columns_raise_it(batched):
     def f(x):
         if x[0] > 0:
             raise ValueError("yours")
@@ -339,7 +346,7 @@ def test_an_error_of_yours_is_raised_as_the_columns_raise_it(passes):
 
     with pytest.raises(ValueError, match="yours"):
         hessian(f)(np.array([1.0]))
-    assert passes == [True]
+    assert batched == [True]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -347,10 +354,78 @@ def test_an_error_of_yours_is_raised_as_the_columns_raise_it(passes):
 def test_random_programs_batched_are_the_column_by_column_hessian(data):
     src, f, args, y, _ = draw_program(data, use_math=True)
     argnums = tuple(range(len(args)))
+    fewest, hessian_module.FEWEST = hessian_module.FEWEST, 1
     try:
-        want = by_columns(f, *args, argnums=argnums)
-    except Exception as e:  # (no gradient, refused; a construct second order refuses)
-        with pytest.raises(type(e), match=re.escape(str(e)[:40])):
-            hessian(f, argnums)(*args)
-        return
-    same(hessian(f, argnums)(*args), want, rtol=1e-9)
+        try:
+            want = by_columns(f, *args, argnums=argnums)
+        except Exception as e:  # (no gradient, refused; a construct second order refuses)
+            with pytest.raises(type(e), match=re.escape(str(e)[:40])):
+                hessian(f, argnums)(*args)
+            return
+        same(hessian(f, argnums)(*args), want, rtol=1e-9)
+    finally:
+        hessian_module.FEWEST = fewest
+
+
+def test_a_few_columns_go_one_at_a_time(passes):
+    f = rosenbrock
+    for n in (hessian_module.FEWEST - 1, hessian_module.FEWEST):
+        x = np.linspace(-1.0, 1.5, n)
+        np.testing.assert_allclose(hessian(f)(x), rosenbrock_hessian(x), rtol=1e-12, atol=1e-9)
+    assert passes == [False]  # (only the second: batched)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("argnums", [(0, 0), (1, -1), (-1, -2)])
+def test_an_argument_named_twice_or_from_the_end_gets_every_block(argnums, batched):
+    def f(a, b):
+        return a[0] ** 2 * b[1] + a[1] * b[0] ** 3
+
+    a, b = np.array([1.0, 2.0]), np.array([0.5, 1.5])
+    H = {(0, 0): [[2 * b[1], 0.0], [0.0, 0.0]], (1, 1): [[6 * a[1] * b[0], 0.0], [0.0, 0.0]],
+         (0, 1): [[0.0, 2 * a[0]], [3 * b[0] ** 2, 0.0]]}
+    block = lambda i, j: np.array(H[(i, j)]) if (i, j) in H else np.array(H[(j, i)]).T  # noqa: E731
+    pos = [i % 2 for i in argnums]
+    want = tuple(tuple(block(i, j) for j in pos) for i in pos)
+    same(hessian(f, argnums)(a, b), want)
+    same(by_columns(f, a, b, argnums=argnums), want)
+    assert batched == [False]
+    J = np.diag([b[1] * 2 * a[0], b[0] ** 3])  # (the gradient of f in a, differentiated in a)
+    same(bytegrad.jacfwd(lambda a, b: np.array([a[0] ** 2 * b[1], a[1] * b[0] ** 3]), (0, 0))(a, b),
+         (np.diag([2 * a[0] * b[1], b[0] ** 3]),) * 2)
+    assert J.shape == (2, 2)
+
+
+def square(v):
+    return v * v
+
+
+@bytegrad.frule(square)
+def _square_tangent(tangents, v):
+    (dv,) = tangents  # (a rule of yours may test its tangent's type: it never sees a batch)
+    return square(v), 2.0 * v * dv if isinstance(dv, (float, np.floating, np.ndarray)) else 0.0
+
+
+@pytest.mark.regression
+def test_a_forward_rule_of_yours_never_takes_a_batch(batched):
+    f = lambda x: square(x[0] * x[1]) * x[2]  # noqa: E731
+    x = np.array([0.3, -1.2, 2.0])
+    H = hessian(f)(x)
+    assert batched == [True]
+    np.testing.assert_allclose(H, fd_hessian(f, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.regression
+def test_code_of_yours_that_retries_on_any_error_ends(batched):
+    attempts = []
+    f = retrying(attempts, lambda v, x: v ** 3 * x[1])
+    np.testing.assert_allclose(hessian(f)(np.array([0.5, 2.0])), [[6.0, 0.75], [0.75, 0.0]], rtol=1e-12)
+    assert batched == [True] and len(attempts) <= 2
+
+
+@pytest.mark.regression
+def test_a_float32_input_gets_its_gradients_in_its_dtype(batched):
+    f = lambda s: math.sin(s) * s ** 3 * np.float64(1.0)  # noqa: E731
+    for x in (np.float32(0.7), np.array(0.7, dtype=np.float32)):
+        np.testing.assert_array_equal(hessian(f)(x), by_columns(f, x))
+    assert batched == [False, False]
