@@ -44,6 +44,7 @@ abandoned.  Both are BaseExceptions: no ``except Exception`` of yours catches th
 from __future__ import annotations
 
 import operator
+import threading
 
 import numpy as np
 
@@ -85,16 +86,21 @@ class reverse_pass:
         self.state = State(k)
 
     def __enter__(self):
-        self.before, REVERSE[0] = REVERSE[0], self.state
+        self.before, REVERSE.state = reversing(), self.state
         return self.state
 
     def __exit__(self, *exc):
-        REVERSE[0] = self.before
+        REVERSE.state = self.before
         if Unbatchable.raised != self.state.start:
             self.state.abandoned = True
 
 
-REVERSE = [None]  # the State of the batched reverse pass running, if any
+REVERSE = threading.local()  # (its ``state``: this thread's batched reverse pass, if one runs)
+
+
+def reversing():
+    """The `State` of this thread's batched reverse pass, or None."""
+    return getattr(REVERSE, "state", None)
 
 
 def forward_rule_tangents(fr, ts):
@@ -103,7 +109,7 @@ def forward_rule_tangents(fr, ts):
     may test the tangent's type), and it abandons the pass; once the pass is abandoned,
     each rule takes the first direction's, its result dropped, so that code of yours that
     catches the Unbatchable and tries again comes to an end."""
-    state = REVERSE[0]
+    state = reversing()
     if state is None:
         return ts
     if state.abandoned or Unbatchable.raised != state.start:

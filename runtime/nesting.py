@@ -83,7 +83,7 @@ def _plan(f, args, kw):
         return ("derived", derived(f, r), _Moved.of(f, None, args, kw))
     t = type(f)
     if t is types.FunctionType:
-        c = compiled_tangent(f, batching.REVERSE[0] and BATCHED)  # (every call through jvp_call)
+        c = compiled_tangent(f, batching.reversing() and BATCHED)  # (every call through jvp_call)
         if c.generator:  # (its tangent code is sent (value, tangent) pairs: no level lifts that)
             _refuse(f"the generator {full_name(f)} (a generator expression or function) in forward "
                     f"mode", "compute its items into a list first ([... for v in xs]), or "

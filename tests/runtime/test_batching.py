@@ -9,6 +9,7 @@ import functools
 import math
 import os
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -542,3 +543,14 @@ def test_code_of_yours_that_retries_on_any_error_ends(passes):
     x = np.array([0.5, 2.0])
     np.testing.assert_allclose(bytegrad.jacfwd(f)(x), [[3 * 0.5 ** 2 * 2.0, 0.5 ** 3], [1.0, 0.0]], rtol=1e-12)
     assert passes == [True] and len(attempts) <= 1
+
+
+@pytest.mark.regression
+def test_a_batched_reverse_pass_is_its_own_threads():
+    seen = []  # (shared, another thread's pass ending cleared it: a rule of yours then took a Batch)
+    with batching.reverse_pass(2):
+        t = threading.Thread(target=lambda: seen.append(batching.reversing()))
+        t.start()
+        t.join()
+        assert batching.reversing() is not None
+    assert seen == [None] and batching.reversing() is None
