@@ -8,7 +8,7 @@ import types
 from ._frozen import np
 
 from ..runtime.algebra import is_differentiable
-from ..runtime.batching import Batch, summed, zeroed
+from ..runtime.batching import Batch, Unbatchable, _widened
 from . import buffers
 from .kernels import kernel
 
@@ -74,11 +74,11 @@ def unbroadcast(x, g):
             else np.float64(g)
     if t is int or t is bool or x is None:
         return None
-    if t is Batch or type(g) is Batch:
-        return summed(g, x)
     if (t is np.ndarray or t is Like) and type(g) is np.ndarray and g.dtype is x.dtype \
             and g.shape == x.shape:
         return g  # the usual case: nothing to do
+    if t is Batch or type(g) is Batch:  # (after the usual cases: hessian's batched columns)
+        return summed(g, x)
     if t is Like or isinstance(x, np.ndarray):
         kind = x.dtype.kind
         if kind not in "fc":
@@ -105,6 +105,38 @@ def unbroadcast(x, g):
             return None
         return _nested(x, unbroadcast(np.asarray(x), g))
     return g
+
+
+def summed(g, x):
+    """Gradient Batch ``g`` (one per seed: `hessian`'s batched columns,
+    primitives/batches.py) of operand ``x`` of a broadcast, each seed's summed back to
+    ``x``'s shape and dtype as `unbroadcast` sums one; None for ints; complex numbers
+    are not batched."""
+    t = type(x)
+    if g is None or t is int or t is bool or t is np.ndarray and x.dtype.kind in "biu":
+        return None
+    if type(g) is not Batch or g.b.dtype.kind != "f":
+        raise Unbatchable
+    if t is Batch:
+        shape, dtype = x.b.shape[1:], x.b.dtype
+    elif t is float or isinstance(x, np.floating) or t is np.ndarray and x.dtype.kind == "f":
+        shape, dtype = np.shape(x), np.result_type(x)
+    else:
+        raise Unbatchable
+    b = np.moveaxis(_sum_to(np.moveaxis(g.b, 0, -1), shape + g.b.shape[:1]), -1, 0)  # (the seeds last)
+    return Batch(b.astype(dtype, copy=False))
+
+
+def zeroed(d, g):
+    """Gradient Batch ``g`` with 0 where it is NaN and gradient Batch ``d`` is 0, each
+    seed's as `zero_cotangent` makes one."""
+    b = g.b
+    nan = b != b
+    if not nan.any():
+        return g
+    if type(d) is not Batch:
+        raise Unbatchable
+    return Batch(np.where(nan & (_widened(d, b.ndim - 1) == 0), 0.0, b))
 
 
 def _nested(x, g):

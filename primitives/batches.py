@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from ._frozen import np
 
-from ..runtime.batching import Batch, Unbatchable, summed
+from ..runtime.batching import Batch, Unbatchable
 from ..runtime.rules import Lazy, rule
+from ._util import summed
 
 
 def _binary(method, grads):

@@ -21,8 +21,8 @@ rule through `call`:
   of its tangents, and a view's are the same view of each direction's (`view_of`).
 
 `hessian` runs tangent code with Batches of tangents under reverse mode, seeded with a
-Batch: each gradient is then a Batch of one per seed (`summed`, `zeroed`, and the
-reverse rules of a Batch's operations in primitives/batches.py).  There a rule not
+Batch: each gradient is then a Batch of one per seed (primitives/batches.py, and
+`unbroadcast` and `zero_cotangent` in primitives/_util.py).  There a rule not
 marked `batches` abandons the pass (`forward_rule_tangents`).
 
 Once a computation is abandoned, each rule takes the first direction's tangents and its
@@ -95,12 +95,16 @@ class reverse_pass:
             self.state.abandoned = True
 
 
-REVERSE = threading.local()  # (its ``state``: this thread's batched reverse pass, if one runs)
+class _Reversing(threading.local):
+    state = None  # (this thread's batched reverse pass, if one runs)
+
+
+REVERSE = _Reversing()
 
 
 def reversing():
     """The `State` of this thread's batched reverse pass, or None."""
-    return getattr(REVERSE, "state", None)
+    return REVERSE.state
 
 
 def forward_rule_tangents(fr, ts):
@@ -289,44 +293,6 @@ def broadcast(d, shape):
         return d
     w = _widened(d, len(shape))
     return Batch(np.broadcast_to(w, w.shape[:1] + tuple(shape)).copy())
-
-
-def summed(g, x):
-    """Gradient Batch ``g`` (one per seed: `hessian`'s batched columns,
-    primitives/batches.py) of operand ``x`` of a broadcast, each seed's summed back to
-    ``x``'s shape and dtype, as `unbroadcast` sums one; None for ints; complex numbers
-    are not batched."""
-    t = type(x)
-    if g is None or t is int or t is bool or t is np.ndarray and x.dtype.kind in "biu":
-        return None
-    if type(g) is not Batch or g.b.dtype.kind != "f":
-        raise Unbatchable
-    if t is Batch:
-        shape, dtype = x.b.shape[1:], x.b.dtype
-    elif t is float or isinstance(x, np.floating) or t is np.ndarray and x.dtype.kind == "f":
-        shape, dtype = np.shape(x), np.result_type(x)
-    else:
-        raise Unbatchable
-    b = g.b
-    extra = b.ndim - 1 - len(shape)
-    if extra:
-        b = b.sum(axis=tuple(range(1, 1 + extra)))
-    ones = tuple(1 + i for i, n in enumerate(shape) if n == 1 and b.shape[1 + i] != 1)
-    if ones:
-        b = b.sum(axis=ones, keepdims=True)
-    return Batch(b.astype(dtype, copy=False))  # (as `unbroadcast` gives a float32's its dtype)
-
-
-def zeroed(d, g):
-    """Gradient Batch ``g`` with 0 where it is NaN and gradient Batch ``d`` is 0, each
-    seed's as `zero_cotangent` makes one."""
-    b = g.b
-    nan = b != b
-    if not nan.any():
-        return g
-    if type(d) is not Batch:
-        raise Unbatchable
-    return Batch(np.where(nan & (_widened(d, b.ndim - 1) == 0), 0.0, b))
 
 
 # -- a rule's call on a batch ------------------------------------------------------------
