@@ -65,17 +65,20 @@ def dump_compiled(fn, stage, args, wrt) -> str:
     return f"# fused gradient of {where}\n{source(typed, wrt, _FUNCS)}"
 
 
+_TANGENT = {"tangent": {}, "batched": {"batched": True}, "nested": {"nested": True}}
+
+
 def dump(fn, stages, fmt, arrays=False) -> str:
     from .ir import show
     from .ir.printer import dot, dots
     from .runtime.api import stages as stages_of
     from .runtime.jax_api import tangent_stages
-    st = stages_of(fn, arrays) if set(stages) - {"tangent", "batched"} else None
+    st = stages_of(fn, arrays) if set(stages) - set(_TANGENT) else None
     if len(stages) > 1 and st is not None and st.lifted.meta.generator:
         stages = [s for s in stages if s != "tangent"]  # (forward mode takes no generator yet)
     out = []
     for s in stages:
-        ir = tangent_stages(fn, s == "batched").tangent if s in ("tangent", "batched") else getattr(st, s)
+        ir = tangent_stages(fn, **_TANGENT[s]).tangent if s in _TANGENT else getattr(st, s)
         if fmt == "dot":
             out.append((f"{s} {fn.__qualname__}", ir))
         else:
@@ -130,9 +133,11 @@ def main(argv=None):
     ir = sub.add_parser("ir", help="IR tools").add_subparsers(dest="ircmd", required=True)
     d = ir.add_parser("dump", help="print the lifted, forward, adjoint and tangent IR of a function")
     d.add_argument("target", help="FILE.py:FUNC or module.path:FUNC")
-    d.add_argument("--stage", choices=STAGES + ("batched", "typed", "fused", "all"), default="all",
-                   help="batched: the tangent code jacfwd runs on batches of tangents; typed and "
-                        "fused (the compiled tier's typed IR and generated source) need --args")
+    d.add_argument("--stage", choices=STAGES + ("batched", "nested", "typed", "fused", "all"), default="all",
+                   help="batched: the tangent code jacfwd runs on batches of tangents; nested: the "
+                        "tangent code hessian and gradients of gradients run, where lists and arrays "
+                        "the function makes pass their changes on; typed and fused (the compiled "
+                        "tier's typed IR and generated source) need --args")
     d.add_argument("--args", help='argument types for --stage typed or fused: "float64[:], float64"')
     d.add_argument("--argnums", type=int, nargs="*", help="for --stage fused: the arguments whose "
                                                           "gradients it computes (default all)")

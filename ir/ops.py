@@ -288,6 +288,14 @@ def list_append(xs, x):
     return xs
 
 
+def set_item(xs, k, v):
+    """``xs[k] = v`` that passes ``xs`` on, as `list_append` does: a write into a list or
+    array no other name can see (transforms/private.py), whose later readers read the
+    result."""
+    xs[k] = v
+    return xs
+
+
 def list_extend(xs, ys):
     xs.extend(ys)
     return xs

@@ -30,7 +30,7 @@ from . import api, batching
 from .api import _callable, grad
 from .computing import computing
 from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
-from .jvp import BATCHED, compiled_tangent
+from .jvp import NESTED, NESTED_BATCHED, compiled_tangent
 from .nesting import _Along, refusing_changes
 from .tangents import TangentShadow, isolated_at
 from .utilities import nestlevel
@@ -72,13 +72,13 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     return out[0] if single else out
 
 
-def _tangent_of(f, primals, tangents, wanted, variant=None):
+def _tangent_of(f, primals, tangents, wanted, variant=NESTED):
     """``(g, args, wrt, at)``: ``g(*args)`` is ``(f(*primals), its tangent)``, to be
     differentiated in the positions ``wrt``; the gradient of ``primals[i]`` is at
     ``at + i``.  A Python function's tangent code is called itself, the tangents
     constants, so reverse mode leaves out what only they, or arguments outside
     ``wanted``, would need (of the MLP loss, half the matrix products); its ``variant``
-    (`jvp.BATCHED`: every call through `jvp_call`)."""
+    (`jvp.NESTED`, or `jvp.NESTED_BATCHED`: every call through `jvp_call`)."""
     n = len(primals)
     if type(f) is types.FunctionType:
         c = compiled_tangent(f, variant)
@@ -133,7 +133,7 @@ def _batched_hvp(f, primals, tangents, argnums):
     single, wanted, _ = api._argnums(argnums)
     k = batching.size(tangents)
     try:
-        tf, args, wrt, at = _tangent_of(f, tuple(primals), tuple(tangents), wanted, BATCHED)
+        tf, args, wrt, at = _tangent_of(f, tuple(primals), tuple(tangents), wanted, NESTED_BATCHED)
         with _COMPUTING, batching.reverse_pass(k) as state:
             with isolated_at(0, TangentShadow()) as sh, refusing_changes(sh, f):
                 (y, dy), back = api._pullback(tf, args, wrt, {})

@@ -21,7 +21,7 @@ from . import batching, shadow, tangents as shadows
 from .algebra import accum
 from .api import _callable, pullback
 from .computing import computing
-from .jvp import BATCHED, compiled_tangent, jvp_call
+from .jvp import VARIANTS, compiled_tangent, jvp_call
 
 _COMPUTING = computing()
 
@@ -516,8 +516,10 @@ def _aux_pair(y, f):
     return y[0], y[1]
 
 
-def tangent_stages(f, batched=False):
+def tangent_stages(f, batched=False, nested=False):
     """The IR stages of ``f``'s forward mode: ``lifted``, ``primal`` and ``tangent``
     (``batched``: the tangent code `jacfwd` runs on batches of tangents, every call
-    through ``jvp_call``: runtime/batching.py)."""
-    return compiled_tangent(getattr(f, "__func__", f), BATCHED if batched else None).stages
+    through ``jvp_call``: runtime/batching.py; ``nested``: the tangent code nested
+    differentiation runs, where a list or array ``f`` makes passes its changes on:
+    transforms/private.py)."""
+    return compiled_tangent(getattr(f, "__func__", f), VARIANTS[nested, batched]).stages

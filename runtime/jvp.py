@@ -34,7 +34,7 @@ class TangentCompiled:
     def __init__(self, code, reading, variant=None):
         lifted = lift(code)
         self.generator = lifted.meta.generator  # (its tangent code yields (item, tangent) pairs)
-        self.stages = transform_tangent(lifted, _BatchedHooks if variant == BATCHED else _Hooks, reading)
+        self.stages = transform_tangent(lifted, _HOOKS[variant], reading)
         self.still_decided = still_decided(reading.decided())
         self.tangent_code = emit(self.stages.tangent)
         m = self.stages.lifted.meta
@@ -45,6 +45,9 @@ _CACHE = Cache(TangentCompiled)
 
 
 BATCHED = "batched"  # the variant whose every call goes through jvp_call (see runtime/batching.py)
+# the variants nested differentiation lifts, where a list or array made in the function
+# passes its changes on as values (transforms/private.py)
+NESTED, NESTED_BATCHED = "nested", "batched nested"
 
 
 def compiled_tangent(f, variant=None) -> TangentCompiled:
@@ -70,7 +73,7 @@ def jvp_call_kw(f, df, dargs, dkw, /, *args, **kw):
         y, dy = fr(dargs, *args) if not sh.batch else batching.call(sh.batch, f, fr, record_of(f), dargs, args)
     elif type(f) is types.FunctionType and fr is None and record_of(f) is None:
         # a Python function, inline: one frame less per level of a recursion
-        c = _CACHE.get(f.__code__, f.__globals__, sh.batch and BATCHED or None)
+        c = _CACHE.get(f.__code__, f.__globals__, VARIANTS[sh.nested, sh.batch is not None])
         if kw or len(args) != c.arity:
             params, dparams = _bind(f, args, kw, dargs, dkw or {})
         else:
@@ -268,3 +271,16 @@ class _BatchedHooks(_Hooks):
 
     frule_for = staticmethod(lambda f: None)
     dual = staticmethod(lambda f: False)
+
+
+class _Nested(_Hooks):
+    private = True
+
+
+class _NestedBatched(_BatchedHooks):
+    private = True
+
+
+# the variant of (nested, batched)
+VARIANTS = {(False, False): None, (False, True): BATCHED, (True, False): NESTED, (True, True): NESTED_BATCHED}
+_HOOKS = {None: _Hooks, BATCHED: _BatchedHooks, NESTED: _Nested, NESTED_BATCHED: _NestedBatched}

@@ -44,7 +44,7 @@ from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
-from .jvp import _PLANS, BATCHED, compiled_tangent, jvp_call, jvp_call_kw
+from .jvp import _PLANS, NESTED, NESTED_BATCHED, compiled_tangent, jvp_call, jvp_call_kw
 from .mutation import wrapping
 from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
@@ -56,7 +56,7 @@ class NestingError(NotImplementedError):
     """A construct nested differentiation does not reach yet, named with the user's line."""
 
 
-def _refuse(what, fix="differentiate it at first order, or give it a rule"):
+def refuse_nested(what, fix="differentiate it at first order, or give it a rule"):
     file, line = user_location()
     raise NestingError(f"{file}:{line}: nested differentiation (a gradient of a gradient, or a "
                        f"jvp of one) does not reach {what} yet; {fix}")
@@ -83,9 +83,9 @@ def _plan(f, args, kw):
         return ("derived", derived(f, r), _Moved.of(f, None, args, kw))
     t = type(f)
     if t is types.FunctionType:
-        c = compiled_tangent(f, batching.reversing() and BATCHED)  # (every call through jvp_call)
+        c = compiled_tangent(f, NESTED_BATCHED if batching.reversing() else NESTED)
         if c.generator:  # (its tangent code is sent (value, tangent) pairs: no level lifts that)
-            _refuse(f"the generator {full_name(f)} (a generator expression or function) in forward "
+            refuse_nested(f"the generator {full_name(f)} (a generator expression or function) in forward "
                     f"mode", "compute its items into a list first ([... for v in xs]), or "
                     "differentiate it at first order")
         return ("code", types.FunctionType(c.tangent_code, f.__globals__),
@@ -128,7 +128,7 @@ def refuse_changes(sh, f, before=0):
     entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
     tangent kept in the shadow."""
     if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
-        _refuse(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
+        refuse_nested(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
                 f"differentiated to second order", "build a new value instead (xs = xs + [v], "
                 f"a = np.where(...)), or differentiate it at first order")
 
@@ -221,13 +221,13 @@ class _Moved:
     def __init__(self, f, fr, args, kw):
         b = bind(f, record_of(f) or _PLANS.setdefault(f, Rule()), args, kw)
         if b is None:
-            _refuse(f"this call of {full_name(f)} (a position it skips has no default)")
+            refuse_nested(f"this call of {full_name(f)} (a position it skips has no default)")
         new, self.rest, self.moved = b
         self.n, self.m, self.filled = len(args), len(new), new[len(args):]
         self.keyed = bool(self.rest) and getattr(fr, "keyword_tangents", False)
         stuck = [k for k, v in self.rest.items() if is_differentiable(v)]
         if stuck and not self.keyed:
-            _refuse(f"the keyword argument {stuck[0]!r} of {full_name(f)}, which its rule takes as "
+            refuse_nested(f"the keyword argument {stuck[0]!r} of {full_name(f)}, which its rule takes as "
                     f"a keyword; pass it by position")
 
     def bind(self, xs, kws, zero=False):
@@ -595,7 +595,7 @@ def _derived_untangented(f, dins):
     """Refuse a forward rule derived from ``f``'s reverse rule (a pullback per output
     element, seeded in place) where a tangent reaches it: a level cannot lift that."""
     if any([d is not None for d in dins]):
-        _refuse(f"{full_name(f)}, whose forward rule is derived from its reverse rule; register "
+        refuse_nested(f"{full_name(f)}, whose forward rule is derived from its reverse rule; register "
                 f"one with @bytegrad.frule({getattr(f, '__name__', 'f')})")
 
 
@@ -604,7 +604,7 @@ def _opaque(plan, f, dargs, args, kw):
     none can: ``plan`` is plain)."""
     if plan[0] == "plain" or all(d is None for d in _full(dargs, len(args))):
         return jvp_call(*((f, None, dargs) + args), **kw)
-    _refuse(f"{full_name(f)} (no forward rule, no Python code)")
+    refuse_nested(f"{full_name(f)} (no forward rule, no Python code)")
 
 
 # -- the inner reverse computation, and its rules ---------------------------------------
@@ -651,7 +651,7 @@ def _seeded(along):
 
 def _no_keywords(kw, what="keyword arguments"):
     if kw and any(map(_carries, kw.values())):
-        _refuse(f"{what} that carry a gradient; pass them by position")
+        refuse_nested(f"{what} that carry a gradient; pass them by position")
 
 
 def _carries(x):
@@ -706,7 +706,7 @@ def _unchanged(f, args, kept):
     computation runs ``f`` again (`vjp_at`), which would see what it changed."""
     copied, before = kept
     if copied is not None and not jax_api._same(args, copied):
-        _refuse(f"a change in place of its arguments by {full_name(f)}, differentiated to second "
+        refuse_nested(f"a change in place of its arguments by {full_name(f)}, differentiated to second "
                 f"order", "change a copy of them (a = a.copy(), xs = list(xs)), or differentiate it "
                 "at first order")
     refuse_changes(current(), f, before)
@@ -715,9 +715,27 @@ def _unchanged(f, args, kept):
 nondifferentiable(_kept, _unchanged)  # (a level lifting the API functions runs them plainly)
 
 
+def _value_of(f, args, kw):
+    """``f(*args, **kw)``: an inner gradient's function run at the outer level for its
+    value.  Reverse mode lifts it as it is; forward mode runs the tangent code nesting
+    runs (`jvp.NESTED`), in which a list or array ``f`` makes and changes passes its
+    tangent on with it, where the outer level's shadow would keep it (refused after)."""
+    return f(*args, **kw)
+
+
+@frule(_value_of)
+def _value_of_tangent(ts, f, args, kw):
+    sh = current()
+    was, sh.nested = sh.nested, True
+    try:
+        return jvp_call_kw(*((f, ts[0], _full(ts[1], len(args)), ts[2]) + tuple(args)), **kw)
+    finally:
+        sh.nested = was
+
+
 def _value_and_gradient(f, args, wrt, kw):
     kept = _kept(args)
-    y = f(*args, **kw)
+    y = _value_of(f, args, kw)
     _unchanged(f, args, kept)
     if isinstance(y, (bool, int, np.integer, np.bool_)):
         return y, (None,) * len(args)
@@ -726,7 +744,7 @@ def _value_and_gradient(f, args, wrt, kw):
 
 def _with_aux(f, args, wrt, kw):
     kept = _kept(args)
-    y = f(*args, **kw)
+    y = _value_of(f, args, kw)
     _unchanged(f, args, kept)
     out, _ = jax_api._aux_pair(y, f)
     if isinstance(out, (bool, int, np.integer, np.bool_)):
@@ -794,6 +812,6 @@ def make_function_frule_in_reverse(ts, code, closure=None, defaults=None, kwdefa
     as reverse mode makes it (its cells' gradients travel in the shadow), no tangent
     (tangents of defaults made at an inner level are refused)."""
     if any(t is not None for t in ts[2:]):
-        _refuse("a function made with default values that carry a tangent")
+        refuse_nested("a function made with default values that carry a tangent")
     fn, pb = forward(ops.make_function, code, closure, defaults, kwdefaults)
     return (fn, None), wrapping(pb, lambda d: (None, None, *pb(None if d is None else d[0])[1:]))

@@ -26,10 +26,11 @@ _DEPTH = 100  # deeper parts of a container are handed on as they are
 
 
 class TangentShadow:
-    __slots__ = ("entries", "cells", "defaults", "raised", "batch")
+    __slots__ = ("entries", "cells", "defaults", "raised", "batch", "nested")
 
     def __init__(self, batch=None):
         self.batch = batch  # a `batching.State` where tangents are Batches: a change in place abandons them
+        self.nested = False  # running the tangent code nesting runs (see `nesting._value_of`)
         self.entries = {}  # id → (object, its tangent)
         self.cells = {}  # id of a cell → (cell, the tangent of its contents)
         self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)

@@ -1,6 +1,6 @@
 """The whole AD transform: a short composition of the passes.
 
-    lifted ──unify_returns──resolve_modules──▶ primal ──activity──▶ active set
+    lifted ──unify_returns──resolve_modules──(private_changes)──▶ primal ──activity──▶ active set
                                  ├──register──▶ forward IR
                                  └──adjoint───▶ adjoint IR
 """
@@ -16,6 +16,7 @@ from ..ir.simplify import simplify
 from .activity import activity
 from .adjoint import adjoint
 from .modules import resolve_modules
+from .private import private_changes
 from .kept import kept
 from .register import register
 from .returns import unify_returns
@@ -59,6 +60,8 @@ def prepare(lifted, hooks, globals_=None, wrt=None):
     primal = unify_returns(lifted)
     if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
         primal = resolve_modules(primal, globals_.attribute)
+    if getattr(hooks, "private", False):  # (the tangent code nested differentiation runs)
+        primal = private_changes(primal, lambda x: resolve(x, globals_))
     h = _Resolving(hooks, globals_)
     active = activity(primal, h.nondiff, hooks.effectful, wrt, h.changeable, h.changing,
                       h.scalar_kind, h.settled, h.python_code)

@@ -1,0 +1,231 @@
+"""Lists and arrays a function makes and changes, passed on as values in the tangent code
+nested differentiation runs (transforms/private.py): which containers the pass takes, and
+second derivatives of generated programs that change them, against finite differences of
+the first-order gradient (which follows changes in place by its own shadow)."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+import bytegrad
+from bytegrad.ir import ops
+
+
+def _passed_on(f) -> bool:
+    """Whether the nested tangent code of ``f`` passes a container's writes on."""
+    primal = bytegrad.tangent_stages(f, nested=True).primal
+    return any(s.fn is ops.set_item or s.fn is ops.list_append for _, _, s in primal.statements())
+
+
+def _user(a):
+    return a
+
+
+def _loop(x):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] ** 2
+    return y.sum()
+
+
+def _appended(x):
+    out = []
+    for v in x:
+        out.append(v * v)
+    return out[0] + out[-1]
+
+
+def _view_consumed_before_the_write(x):
+    y = np.ones(3)
+    y[0] = x[0]
+    y[1:] = y[:2] * x[1]  # (the view y[:2] is read before the write)
+    return y @ y
+
+
+def _given_to_a_function_after_the_last_write(x):
+    y = np.zeros(2)
+    y[0] = x[0] ** 2 * x[1]
+    return np.sum(_user(y))
+
+
+def _returned(x):
+    y = np.zeros(2)
+    y[1] = x[1]
+    return y
+
+
+def _iterated_after_the_last_write(x):
+    xs = [x[0]]
+    xs.append(x[1])
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+    return s
+
+
+def _view_read_after_a_write(x):
+    y = np.zeros(2)
+    view = y[:1]
+    y[0] = x[0]
+    return view.sum()
+
+
+def _given_to_a_function_before_a_write(x):
+    y = np.zeros(2)
+    z = _user(y)  # (another name for it)
+    y[0] = x[0]
+    return z.sum()
+
+
+def _stored_in_a_list(x):
+    y = np.zeros(2)
+    keep = [y]
+    y[0] = x[0]
+    return keep[0].sum()
+
+
+def _transposed(x):
+    y = np.zeros((2, 2))
+    t = y.T  # (a view, by a method the pass does not take)
+    y[0, 1] = x[0]
+    return t[1, 0]
+
+
+def _iterated_then_appended(x):
+    xs = [x[0]]
+    for v in xs:
+        if len(xs) < 3:
+            xs.append(v * 2.0)
+    return sum(xs)
+
+
+def _an_argument(x):
+    x[0] = x[1]  # (not made here)
+    return x.sum()
+
+
+def _an_array_of_its_argument(x):
+    y = np.array(x)  # (np.array may return its argument: not taken)
+    y[0] = x[1]
+    return y.sum()
+
+
+@pytest.mark.parametrize("f", [_loop, _appended, _view_consumed_before_the_write,
+                               _given_to_a_function_after_the_last_write, _returned,
+                               _iterated_after_the_last_write])
+def test_containers_every_use_of_which_is_known_pass_their_writes_on(f):
+    assert _passed_on(f)
+
+
+@pytest.mark.parametrize("f", [_view_read_after_a_write, _given_to_a_function_before_a_write,
+                               _stored_in_a_list, _transposed, _iterated_then_appended,
+                               _an_argument, _an_array_of_its_argument])
+def test_containers_another_name_may_see_keep_their_changes_in_place(f):
+    assert not _passed_on(f)
+
+
+def _fd_hessian(f, x, h=1e-5):
+    g = lambda z: np.asarray(bytegrad.grad(f)(z))
+    return np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(len(x))], axis=1)
+
+
+SECOND = {
+    "hessian": lambda f, x: bytegrad.hessian(f)(x),
+    "grad of grad": lambda f, x: np.stack([bytegrad.grad(lambda z: bytegrad.grad(f)(z)[i])(x)
+                                           for i in range(len(x))]),
+    "jvp of grad": lambda f, x: np.stack([bytegrad.jvp(bytegrad.grad(f), (x,), (e,))[1]
+                                          for e in np.eye(len(x))], axis=1),
+}
+
+
+@pytest.mark.parametrize("f", [_loop, _appended, _view_consumed_before_the_write,
+                               _given_to_a_function_after_the_last_write,
+                               _iterated_after_the_last_write])
+@pytest.mark.parametrize("second", SECOND)
+def test_second_derivatives_of_containers_passed_on_match_finite_differences(f, second):
+    x = np.array([0.7, -1.2, 0.4])
+    assert SECOND[second](f, x) == pytest.approx(_fd_hessian(f, x), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("f", [_view_read_after_a_write, _given_to_a_function_before_a_write,
+                               _stored_in_a_list, _transposed])
+def test_a_container_another_name_may_see_is_refused_at_second_order_by_line(f):
+    with pytest.raises(bytegrad.NestingError, match=r"test_private\.py:\d+: .*change in place"):
+        bytegrad.hessian(f)(np.array([0.7, -1.2, 0.4]))
+
+
+def test_third_derivatives_through_an_array_a_function_fills():
+    def f(x):
+        y = np.zeros(3)
+        y[0] = x ** 2
+        y[1] = y[0] * x  # x³
+        y[2] = math.sin(y[1])
+        return y[0] * y[1] + y[2]  # x⁵ + sin x³
+    x = 0.6
+    d3 = 60 * x * x - 27 * x ** 6 * math.cos(x ** 3) - 54 * x ** 3 * math.sin(x ** 3) + 6 * math.cos(x ** 3)
+    assert bytegrad.grad(bytegrad.grad(bytegrad.grad(f)))(x) == pytest.approx(d3)
+    assert bytegrad.jvp(bytegrad.grad(bytegrad.grad(f)), (x,), (1.0,))[1] == pytest.approx(d3)
+    assert bytegrad.grad(lambda v: bytegrad.jvp(bytegrad.grad(f), (v,), (1.0,))[1])(x) == pytest.approx(d3)
+
+
+def test_a_write_the_rules_do_not_follow_is_refused_by_line():
+    def into_a_slice(x):
+        xs = [x, x, x]
+        xs[0:2] = [x * x]
+        return xs[0] * xs[1]
+
+    with pytest.raises(bytegrad.NestingError, match=r"test_private\.py:\d+: .*slice of a list"):
+        bytegrad.grad(bytegrad.grad(into_a_slice))(0.5)
+    assert bytegrad.grad(into_a_slice)(0.5) == pytest.approx(3 * 0.5 ** 2)  # (first order follows it)
+
+
+def test_repeated_positions_keep_the_last_write_at_second_order():
+    def f(x):
+        y = np.zeros(2)
+        y[[0, 0, 1]] = x ** 2  # (y[0] is x[1]², the last write there)
+        return np.sum(y ** 2)
+    x = np.array([0.5, 1.5, -0.7])
+    assert bytegrad.hessian(f)(x) == pytest.approx(np.diag([0.0, 12 * 1.5 ** 2, 12 * 0.7 ** 2]))
+
+
+# -- generated programs ---------------------------------------------------------------------
+
+EXPRESSIONS = ["x[{k}]", "a[{m}]", "np.sin(x[{k}]) * a[{m}]", "x[{k}] * x[{j}]", "a.sum() * x[{k}]",
+               "xs[-1] * x[{k}]", "math.exp(0.3 * x[{k}])", "1.5"]
+STATEMENTS = ["a[{m}] = {e}", "a[{m}] += {e}", "xs.append({e})", "a[{m}:] = a[:{r}] * {e}",
+              "xs[{m} % len(xs)] = {e}",
+              "for i in range(2):\n        a[{m}] = a[{m}] * {e} + x[i]",
+              "if x[{k}] > 0:\n        a[{m}] = {e}\n    else:\n        xs.append({e} * 2.0)"]
+
+
+def _source(steps):
+    lines = ["def f(x):", "    a = np.zeros(3)", "    xs = [x[0]]"]
+    for s, e, k, j, m in steps:
+        expr = EXPRESSIONS[e].format(k=k, j=j, m=m)
+        lines.append("    " + STATEMENTS[s].format(m=m, r=3 - m, e=expr, k=k))
+    lines.append("    s = np.sum(a * a)")
+    lines.append("    for v in xs:")
+    lines.append("        s = s + v * v")
+    lines.append("    return s")
+    return "\n".join(lines)
+
+
+steps_strategy = st.lists(st.tuples(st.integers(0, len(STATEMENTS) - 1), st.integers(0, len(EXPRESSIONS) - 1),
+                                    st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
+                          min_size=1, max_size=6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=steps_strategy, x=st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+def test_generated_programs_that_fill_lists_and_arrays_have_hessians_that_match_finite_differences(steps, x):
+    assume(all(abs(v) > 1e-3 for v in x))  # (finite differences across a branch's edge)
+    src = _source(steps)
+    ns = {"np": np, "math": math}
+    exec(compile(src, f"<generated {len(src)}>", "exec"), ns)
+    f = ns["f"]
+    x = np.array(x)
+    assert _passed_on(f), src
+    assert bytegrad.hessian(f)(x) == pytest.approx(_fd_hessian(f, x), rel=1e-5, abs=1e-5), src
+    y, dy = bytegrad.jvp(bytegrad.grad(f), (x,), (np.ones(3),))
+    assert y == pytest.approx(bytegrad.grad(f)(x)) and dy == pytest.approx(_fd_hessian(f, x).sum(1), rel=1e-5, abs=1e-5), src
