@@ -296,6 +296,18 @@ def set_item(xs, k, v):
     return xs
 
 
+def item_of(a, k):
+    """``a[k]`` of an array whose later writes pass it on (`set_item`), read where a view
+    of it would be seen after one: its rules refuse anything but a number."""
+    return a[k]
+
+
+def appended(xs, x):
+    """``xs.append(x)`` that passes ``xs`` on, as `set_item` does."""
+    xs.append(x)
+    return xs
+
+
 def list_extend(xs, ys):
     xs.extend(ys)
     return xs

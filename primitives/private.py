@@ -1,11 +1,15 @@
-"""Rules of `ops.set_item`: a write into a list or array no other name can see, which
-the tangent code of nested differentiation passes on as a value (transforms/private.py).
+"""Rules of `ops.set_item` and `ops.appended`: a write into a list or array no other name
+can see, which the tangent code of nested differentiation passes on as a value
+(transforms/private.py); and of `ops.item_of`, a read of such an array that must be a
+number.
 
 The forward rule writes in place, the value and its tangent, and passes both on: the
 tangent travels with the value instead of beside it in a shadow.  The reverse rule,
 which a level lifting that forward rule runs, takes the write as a new value, so no
 level sees a change in place: the container's gradient less the part written over,
-and the written value's, that part (of a repeated index, the last write's).
+and the written value's, that part (of a repeated index, the last write's).  A read's
+pullback may hold the container and an index from its end (``xs[-1]``), which must
+still name the item it read when it runs, after later writes: so no list grows under it.
 
     >>> import numpy as np
     >>> from bytegrad.ir import ops
@@ -22,9 +26,10 @@ import operator
 from ._frozen import np
 
 from ..ir import ops
-from ..runtime.frules import frule
+from ..runtime.batching import Batch, batches
+from ..runtime.frules import FRULES, frule
 from ..runtime.nesting import refuse_nested
-from ..runtime.rules import rule
+from ..runtime.rules import RULES, nondifferentiable, rule
 from ._util import unbroadcast
 from .mutation import _overwritten
 from .tangent_objects import _zeros_for_none
@@ -39,11 +44,12 @@ def _set_item(xs, k, v):
         return ys, lambda d: (None,) * 4 if d is None else \
             (None, ops.set_item(list(d), i, None), None, d[i])
     _array(xs)
-    ys = np.array(xs)
+    ys = _copy(xs)
     ys[k] = v
-    if xs.dtype.kind not in "fc":
+    a = xs.b if type(xs) is Batch else xs  # (a Batch: one array per direction, stacked first)
+    if a.dtype.kind not in "fc":
         return ys, lambda d: (None,) * 4
-    losers = _overwritten(k, xs.shape)
+    losers = _overwritten(k, a.shape[type(xs) is Batch:])
 
     def back(d):
         if d is None:
@@ -51,8 +57,14 @@ def _set_item(xs, k, v):
         g = d[k]
         if losers is not None:
             g = np.where(losers, 0.0, g)
-        return None, ops.set_item(np.array(d), k, 0.0), None, unbroadcast(v, g)
+        return None, ops.set_item(_copy(d), k, 0.0), None, unbroadcast(v, g)
     return ys, back
+
+
+def _copy(a):
+    """A copy of array or `Batch` ``a`` (the tangents of an array, or gradients of one
+    per seed of `hessian`'s batched pass)."""
+    return Batch(np.array(a.b)) if type(a) is Batch else np.array(a)
 
 
 @frule(ops.set_item)
@@ -68,8 +80,59 @@ def _set_item_tangent(ts, xs, k, v):
     xs = ops.set_item(xs, k, v)
     if dxs is None and dv is None or xs.dtype.kind not in "fc":
         return xs, None
-    d = np.zeros(xs.shape, xs.dtype) if dxs is None else dxs
+    d = _zeros(xs, dv) if dxs is None else dxs
     return xs, ops.set_item(d, k, 0.0 if dv is None else _zeros_for_none(dv))
+
+
+def _zeros(xs, dv):
+    """The zero tangent of array ``xs``: a Batch of them where ``dv`` is one."""
+    if type(dv) is Batch:
+        return Batch(np.zeros((len(dv.b),) + xs.shape, xs.dtype))
+    return np.zeros(xs.shape, xs.dtype)
+
+
+batches(_set_item_tangent)
+nondifferentiable(_zeros)  # (a level lifting the forward rule runs it plainly)
+
+
+@rule(ops.appended)
+def _appended(xs, x):
+    n = len(xs)
+    ys = list(xs)
+    ys.append(x)
+    return ys, lambda d: (None,) * 3 if d is None else (None, list(d[:n]), d[n])
+
+
+@frule(ops.appended)
+def _appended_tangent(ts, xs, x):
+    xs = ops.appended(xs, x)
+    if ts[0] is None and ts[1] is None:
+        return xs, None
+    return xs, ops.appended([None] * (len(xs) - 1) if ts[0] is None else ts[0], ts[1])
+
+
+batches(_appended_tangent)
+
+
+@rule(ops.item_of)
+def _item_of(a, k):
+    return _number(RULES[operator.getitem].fn(a, k))
+
+
+@frule(ops.item_of)
+def _item_of_tangent(ts, a, k):
+    return _number(FRULES[operator.getitem](ts, a, k))
+
+
+batches(_item_of_tangent)
+
+
+def _number(out):
+    if isinstance(out[0], np.ndarray):
+        refuse_nested("a part of an array read where a later write of the array would change it "
+                      "(an array, not a number)", "copy it (a[i].copy()), or differentiate it at "
+                      "first order")
+    return out
 
 
 def _position(xs, k) -> int:
@@ -82,6 +145,6 @@ def _position(xs, k) -> int:
 
 
 def _array(xs):
-    if type(xs) is not np.ndarray:
+    if type(xs) is not np.ndarray and type(xs) is not Batch:
         refuse_nested(f"a write into a {type(xs).__name__}, a subclass of an array",
                       "np.asarray it first, or differentiate it at first order")

@@ -754,7 +754,7 @@ def _with_aux(f, args, wrt, kw):
 
 def _pullback(f, /, *args, wrt=None, **kw):
     # (a partial, not a closure: code made in lifted code takes the user's globals)
-    return f(*args, **kw), functools.partial(vjp_at, f, args, wrt, kw)
+    return _value_of(f, args, kw), functools.partial(vjp_at, f, args, wrt, kw)
 
 
 _LIFTED = {api._value_and_gradient: _value_and_gradient, api._with_aux: _with_aux,

@@ -6,7 +6,7 @@ reverse level's reach; a tangent that travels with its value from statement to
 statement is not.  So in the tangent code nesting runs, a list or array the function
 makes (``[]``, ``np.zeros(n)``) whose every use the pass knows becomes a chain of
 values: each write (``a[k] = v``, ``xs.append(v)``) is an operation that returns the
-container (`ops.set_item`, `ops.list_append`), and each later use reads that result,
+container (`ops.set_item`, `ops.appended`), and each later use reads that result,
 through block arguments where control flow joins.  Run plainly, the container still
 changes in place; the rules of those operations (primitives/private.py) take each write
 as a new value, and the tangent as one more chain.
@@ -16,7 +16,9 @@ keep no reference to their arguments (arithmetic, ``len``, ``np.dot``, ``math``'
 functions, ufuncs without ``out``); and, where no write can follow, any use at all.
 What a read of an array returns may be a view, which a later write would change, so it
 is used before the next write, and by such calls alone (or by an in-place operator:
-``a[i] += v`` changes a number, or else a view in place, which nesting refuses).  A container used any other way
+``a[i] += v`` changes a number, or else a view in place, which nesting refuses); a read
+used any other way (``xs.append(a[i])``) becomes `ops.item_of`, which refuses a view
+where it runs, and takes a number, which nothing can change.  A container used any other way
 is left as it is: its changes stay in place, which nested differentiation refuses by
 line.  Below, block 2 (the loop's test) takes the array's latest value (``%9``); block 4
 writes it (``%18``) and passes that on:
@@ -149,6 +151,8 @@ class _Uses:
         self.dropped = set()  # (block, index) of ``xs.append``'s getattr
         self.last = []  # (block, index): no write may follow
         self.before = []  # (block, index, value): used before the next write alone
+        self.items = []  # (block, index, value): an array's read that must be a number
+        self.checked = set()  # (block, index) of those read any other way: `ops.item_of`
 
     def known(self) -> bool:
         for b, i, x in self.users.get(self.v, ()):
@@ -157,6 +161,7 @@ class _Uses:
                     return False
             elif not self._statement(b, i, x):
                 return False
+        self.checked = {(b, i) for b, i, r in self.items if not self._before_next(b, i, r)}
         return all(not self._follows(b, i) for b, i in self.last) and \
             all(self._before_next(b, i, r) for b, i, r in self.before)
 
@@ -181,7 +186,7 @@ class _Uses:
             return False
         if f is operator.getitem and st.args[0] is v and not _has(rest, v):
             if self.kind == "array":  # (a view, maybe)
-                self.before.append((b, i, r))
+                self.items.append((b, i, r))
             return True
         if not keeps_none(f, st):
             self.last.append((b, i))
@@ -256,11 +261,13 @@ def _thread(ir, d, v, kind, resolve) -> bool:
                 continue
             st = st.map(lambda o: cur if o is v and cur is not None else o)
             w = uses.writes.get((b, j))
+            if (b, j) in uses.checked:
+                st = Stmt(ops.item_of, st.args, {}, st.line)
             if w is not None:
                 gone[x] = None  # (what the write returned)
                 x = ir.var()
                 st = Stmt(ops.set_item, st.args, {}, st.line) if w == "set" else \
-                    Stmt(ops.list_append, (cur, st.args[0]), {}, st.line)
+                    Stmt(ops.appended, (cur, st.args[0]), {}, st.line)
             out.append((x, st))
             if x is v or w is not None:
                 cur = x
