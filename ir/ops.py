@@ -296,6 +296,19 @@ def set_item(xs, k, v):
     return xs
 
 
+def set_attr(obj, name, v, setter=setattr):
+    """``obj.name = v`` (``setter``: or ``object.__setattr__``'s) that passes ``obj`` on, as
+    `set_item` does: an object made in a class's call (transforms/private.py)."""
+    setter(obj, name, v)
+    return obj
+
+
+def field_of(obj, name):
+    """``obj.name`` of an object whose later writes pass it on (`set_attr`), read where
+    something bound to it would be seen after one: its rules refuse anything but a field."""
+    return getattr(obj, name)
+
+
 def item_of(a, k):
     """``a[k]`` of an array whose later writes pass it on (`set_item`), read where a view
     of it would be seen after one: its rules refuse anything but a number."""

@@ -1,7 +1,7 @@
-"""Rules of `ops.set_item` and `ops.appended`: a write into a list or array no other name
-can see, which the tangent code of nested differentiation passes on as a value
-(transforms/private.py); and of `ops.item_of`, a read of such an array that must be a
-number.
+"""Rules of `ops.set_item`, `ops.appended` and `ops.set_attr`: a write into a list, array
+or object no other name can see, which the tangent code of nested differentiation passes
+on as a value (transforms/private.py); and of `ops.item_of` and `ops.field_of`, a read
+of such an array that must be a number, of such an object that must be a field.
 
 The forward rule writes in place, the value and its tangent, and passes both on: the
 tangent travels with the value instead of beside it in a shadow.  The reverse rule,
@@ -21,6 +21,7 @@ still name the item it read when it runs, after later writes: so no list grows u
 """
 from __future__ import annotations
 
+import inspect
 import operator
 
 from ._frozen import np
@@ -133,6 +134,61 @@ def _number(out):
                       "(an array, not a number)", "copy it (a[i].copy()), or differentiate it at "
                       "first order")
     return out
+
+
+@rule(ops.set_attr)
+def _set_attr(obj, name, v, setter=setattr):
+    _plain(obj, name, setter)
+    ys = object.__new__(type(obj))
+    vars(ys).update(vars(obj))
+    vars(ys)[name] = v
+    return ys, lambda d: (None,) * 5 if d is None else \
+        (None, {k: g for k, g in d.items() if k != name}, None, d.get(name), None)
+
+
+@frule(ops.set_attr)
+def _set_attr_tangent(ts, obj, name, v, setter=setattr):
+    _plain(obj, name, setter)
+    obj = ops.set_attr(obj, name, v, setter)
+    if ts[0] is None and ts[2] is None:
+        return obj, None
+    return obj, {**(ts[0] or {}), name: ts[2]}  # (an object's tangent: its fields')
+
+
+@rule(ops.field_of)
+def _field_of(obj, name):
+    _field(obj, name)
+    return RULES[getattr].fn(obj, name)
+
+
+@frule(ops.field_of)
+def _field_of_tangent(ts, obj, name):
+    _field(obj, name)
+    return FRULES[getattr](ts, obj, name)
+
+
+batches(_set_attr_tangent, _field_of_tangent)
+
+
+def _plain(obj, name, setter):
+    """Refuse a write that runs code of the class's (``__setattr__``, a property's setter)."""
+    t = type(obj)
+    if setter is setattr and t.__setattr__ is not object.__setattr__ \
+            or type(getattr(obj, "__dict__", None)) is not dict \
+            or hasattr(inspect.getattr_static(t, name, None), "__set__"):
+        refuse_nested(f"{t.__name__}.{name} = ..., a write through __setattr__, a property or __slots__, "
+                      f"in the class's call", "differentiate it at first order")
+
+
+def _field(obj, name):
+    """Refuse a read, followed by a write, of anything but a field (a method holds the
+    object as it was)."""
+    if name not in vars(obj):
+        refuse_nested(f"{type(obj).__name__}.{name}, not a field, read in the class's call before a "
+                      "write of a field", "read it after the writes, or differentiate it at first order")
+
+
+nondifferentiable(_plain, _field)  # (a level lifting the forward rules runs them plainly)
 
 
 def _position(xs, k) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import lift
 from ..ir.emit import emit
+from ..transforms.private import as_constructor
 from ..transforms.tangent import transform_tangent
 from . import batching, forward as fw
 from .binding import bind
@@ -33,12 +34,15 @@ class TangentCompiled:
 
     def __init__(self, code, reading, variant=None):
         lifted = lift(code)
+        made = variant in _CONSTRUCTORS.values()
+        if made:  # (an __init__'s code as its class's call)
+            lifted = as_constructor(lifted)
         self.generator = lifted.meta.generator  # (its tangent code yields (item, tangent) pairs)
         self.stages = transform_tangent(lifted, _HOOKS[variant], reading)
         self.still_decided = still_decided(reading.decided())
         self.tangent_code = emit(self.stages.tangent)
         m = self.stages.lifted.meta
-        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount
+        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount - made
 
 
 _CACHE = Cache(TangentCompiled)
@@ -48,11 +52,31 @@ BATCHED = "batched"  # the variant whose every call goes through jvp_call (see r
 # the variants nested differentiation lifts, where a list or array made in the function
 # passes its changes on as values (transforms/private.py)
 NESTED, NESTED_BATCHED = "nested", "batched nested"
+# their code of a class's call, made of its __init__'s (`constructor`)
+_CONSTRUCTORS = {NESTED: "nested constructor", NESTED_BATCHED: "batched nested constructor"}
 
 
 def compiled_tangent(f, variant=None) -> TangentCompiled:
     """The tangent code of Python function ``f``, made on first use."""
     return _CACHE.get(f.__code__, f.__globals__, variant)
+
+
+def constructor(cls, n, kw, variant):
+    """The tangent code of the call ``cls(*args)`` of ``n`` arguments, in ``variant``
+    (`NESTED`, `NESTED_BATCHED`), as a function: ``__init__``'s, where ``self`` is made
+    and passed on from write to write (transforms/private.py), called ``tf(cls, *args,
+    dcls, *dargs)``; None where ``cls`` is not a class of plain objects whose ``__init__``
+    (no closure: ``super()``'s cell) takes exactly those arguments by position."""
+    init = cls.__init__
+    if kw or type(cls).__call__ is not type.__call__ or cls.__new__ is not object.__new__ \
+            or type(init) is not types.FunctionType:
+        return None
+    code = init.__code__
+    if code.co_freevars or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+            or code.co_kwonlyargcount or code.co_argcount != n + 1:
+        return None
+    c = _CACHE.get(code, init.__globals__, _CONSTRUCTORS[variant])
+    return types.FunctionType(c.tangent_code, init.__globals__)
 
 
 def jvp_call(f, df, dargs, /, *args, **kw):
@@ -128,7 +152,9 @@ def _dispatch(f, df, dargs, dkw, args, kw):
             current().raised[id(e)] = (e, user_location(), args, dargs)  # (see tangent_objects)
         return e, None
     if isinstance(f, type) and fw._user_class(f):
-        return _construct(f, dargs, dkw, args, kw)
+        sh = current()
+        made = sh.nested and constructor(f, len(args), kw, VARIANTS[True, sh.batch is not None])
+        return made(f, *args, df, *dargs) if made else _construct(f, dargs, dkw, args, kw)
     if all(d is None for d in dargs) and not any(d is not None for d in dkw.values()):
         return f(*args, **kw), None
     raise NoForwardRuleError(f, "it has no forward rule, no reverse rule and no Python bytecode")
@@ -283,4 +309,5 @@ class _NestedBatched(_BatchedHooks):
 
 # the variant of (nested, batched)
 VARIANTS = {(False, False): None, (False, True): BATCHED, (True, False): NESTED, (True, True): NESTED_BATCHED}
-_HOOKS = {None: _Hooks, BATCHED: _BatchedHooks, NESTED: _Nested, NESTED_BATCHED: _NestedBatched}
+_HOOKS = {None: _Hooks, BATCHED: _BatchedHooks, NESTED: _Nested, NESTED_BATCHED: _NestedBatched,
+          _CONSTRUCTORS[NESTED]: _Nested, _CONSTRUCTORS[NESTED_BATCHED]: _NestedBatched}

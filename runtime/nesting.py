@@ -44,7 +44,7 @@ from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
-from .jvp import _PLANS, NESTED, NESTED_BATCHED, compiled_tangent, jvp_call, jvp_call_kw
+from .jvp import _PLANS, NESTED, NESTED_BATCHED, compiled_tangent, constructor, jvp_call, jvp_call_kw
 from .mutation import wrapping
 from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
@@ -105,6 +105,11 @@ def _plan(f, args, kw):
         return ("self", t.__call__, f)
     if isinstance(f, type) and issubclass(f, BaseException):
         return ("plain",)
+    if isinstance(f, type) and fw._user_class(f) and f.__init__ is object.__init__:
+        return ("self", f.__new__, f)  # (a named tuple: its __new__ alone makes it)
+    made = isinstance(f, type) and constructor(f, n, kw, NESTED_BATCHED if batching.reversing() else NESTED)
+    if made:
+        return ("code", made, None)
     return ("opaque",)
 
 

@@ -1,4 +1,4 @@
-"""Changes in place of a list or array no other name can see, passed on as values.
+"""Changes in place of a list, array or object no other name can see, passed on as values.
 
 Nested differentiation runs a function's tangent code under reverse mode.  A tangent
 that the forward level keeps beside a changed object (its shadow) is out of the
@@ -104,9 +104,12 @@ def private_changes(ir, resolve):
 
 
 def _made(f, st):
-    """``"list"`` or ``"array"`` for a statement that makes a new, empty-handed container."""
+    """``"list"``, ``"array"`` or ``"object"`` for a statement that makes a new container
+    (an object: in a class's call, `as_constructor`)."""
     if f is ops.build_list:
         return "list"
+    if f is object.__new__ and len(st.args) == 1 and not st.kw:
+        return "object"
     if any(f is a for a in _ARRAYS) and not st.kw.keys() - {"dtype", "order"}:
         return "array"
     return None
@@ -153,6 +156,7 @@ class _Uses:
         self.before = []  # (block, index, value): used before the next write alone
         self.items = []  # (block, index, value): an array's read that must be a number
         self.checked = set()  # (block, index) of those read any other way: `ops.item_of`
+        self.fields = []  # (block, index): an object's field read (`ops.field_of` if a write follows)
 
     def known(self) -> bool:
         for b, i, x in self.users.get(self.v, ()):
@@ -161,7 +165,8 @@ class _Uses:
                     return False
             elif not self._statement(b, i, x):
                 return False
-        self.checked = {(b, i) for b, i, r in self.items if not self._before_next(b, i, r)}
+        self.checked = {(b, i) for b, i, r in self.items if not self._before_next(b, i, r)} | \
+            {(b, i) for b, i in self.fields if self._follows(b, i)}
         return all(not self._follows(b, i) for b, i in self.last) and \
             all(self._before_next(b, i, r) for b, i, r in self.before)
 
@@ -169,6 +174,8 @@ class _Uses:
         v, f = self.v, self.resolve(st.fn)
         if st.fn is v or _has(st.kw.values(), v):
             return False
+        if self.kind == "object":
+            return self._object(b, i, st, f)
         rest = st.args[1:]
         if f is operator.setitem and st.args[0] is v and not _has(rest, v):
             self.writes[b, i] = "set"
@@ -182,13 +189,29 @@ class _Uses:
                 return self._appends(b, i, r)
             if name in _METHODS:
                 self.before.append((b, i, r))
-                return True
-            return False
+            else:  # (``a.T``, ``a.reshape``, ``xs.extend``: a view, a method that may change it)
+                self.last.append((b, i))
+            return True
         if f is operator.getitem and st.args[0] is v and not _has(rest, v):
             if self.kind == "array":  # (a view, maybe)
                 self.items.append((b, i, r))
             return True
         if not keeps_none(f, st):
+            self.last.append((b, i))
+        return True
+
+    def _object(self, b, i, st, f) -> bool:
+        """``self.name = x`` (or ``object.__setattr__(self, "name", x)``, a frozen
+        dataclass's) a write, ``self.name`` a read (`ops.field_of` where a write
+        follows: it may bind ``self``), anything else a use no write may follow (a method's
+        call hands ``self`` on)."""
+        v, args = self.v, st.args
+        named = len(args) >= 2 and args[0] is v and type(args[1]) is str
+        if (f is setattr or f is object.__setattr__) and named and len(args) == 3 and args[2] is not v:
+            self.writes[b, i] = "attr"
+        elif f is getattr and named and len(args) == 2:
+            self.fields.append((b, i))
+        else:
             self.last.append((b, i))
         return True
 
@@ -262,12 +285,13 @@ def _thread(ir, d, v, kind, resolve) -> bool:
             st = st.map(lambda o: cur if o is v and cur is not None else o)
             w = uses.writes.get((b, j))
             if (b, j) in uses.checked:
-                st = Stmt(ops.item_of, st.args, {}, st.line)
+                st = Stmt(ops.field_of if kind == "object" else ops.item_of, st.args, {}, st.line)
             if w is not None:
                 gone[x] = None  # (what the write returned)
                 x = ir.var()
-                st = Stmt(ops.set_item, st.args, {}, st.line) if w == "set" else \
-                    Stmt(ops.appended, (cur, st.args[0]), {}, st.line)
+                st = Stmt(ops.appended, (cur, st.args[0]), {}, st.line) if w == "append" else \
+                    Stmt(ops.set_item, st.args, {}, st.line) if w == "set" else \
+                    Stmt(ops.set_attr, st.args + (resolve(st.fn),), {}, st.line)
             out.append((x, st))
             if x is v or w is not None:
                 cur = x
@@ -282,3 +306,24 @@ def _thread(ir, d, v, kind, resolve) -> bool:
     ir._cfg = None
     substitute(ir, gone)
     return True
+
+
+def as_constructor(ir):
+    """The IR of an ``__init__`` as its class's call: ``self`` made first, by
+    ``object.__new__`` of the function's own argument (the class, where the call passes
+    it), and returned::
+
+        1: (%1, %2, %3)                  1: (%1, %3)
+          setattr(%2, 'a', %3)      →      %2 = object.__new__(%1)
+          return None                      setattr(%2, 'a', %3)
+                                           return %2
+    """
+    entry = ir.blocks[0]
+    fn, obj = entry.args[0], entry.args.pop(1)
+    entry.stmts.insert(0, (obj, Stmt(object.__new__, (fn,), {}, ir.meta.firstlineno)))
+    for blk in ir.blocks:
+        for br in blk.branches:
+            if br.kind == "return":
+                br.args = [obj]
+    ir.meta.argnames = ir.meta.argnames[1:]
+    return ir

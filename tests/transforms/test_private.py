@@ -2,6 +2,8 @@
 nested differentiation runs (transforms/private.py): which containers the pass takes, and
 second derivatives of generated programs that change them, against finite differences of
 the first-order gradient (which follows changes in place by its own shadow)."""
+import collections
+import dataclasses
 import math
 
 import numpy as np
@@ -56,6 +58,13 @@ def _returned(x):
     y = np.zeros(2)
     y[1] = x[1]
     return y
+
+
+def _transposed_after_the_last_write(x):
+    a = np.zeros((3, 3))
+    for i in range(3):
+        a[i, :] = x * x[i]
+    return (a.T @ x) @ x  # (x·x)²
 
 
 def _iterated_after_the_last_write(x):
@@ -116,7 +125,7 @@ def _an_array_of_its_argument(x):
 
 @pytest.mark.parametrize("f", [_loop, _appended, _view_consumed_before_the_write,
                                _given_to_a_function_after_the_last_write, _returned,
-                               _iterated_after_the_last_write])
+                               _iterated_after_the_last_write, _transposed_after_the_last_write])
 def test_containers_every_use_of_which_is_known_pass_their_writes_on(f):
     assert _passed_on(f)
 
@@ -165,7 +174,7 @@ SECOND = {
 
 @pytest.mark.parametrize("f", [_loop, _appended, _view_consumed_before_the_write,
                                _given_to_a_function_after_the_last_write,
-                               _iterated_after_the_last_write])
+                               _iterated_after_the_last_write, _transposed_after_the_last_write])
 @pytest.mark.parametrize("second", SECOND)
 def test_second_derivatives_of_containers_passed_on_match_finite_differences(f, second):
     x = np.array([0.7, -1.2, 0.4])
@@ -251,6 +260,101 @@ def test_hessians_of_arrays_filled_in_place_take_their_columns_in_one_batched_pa
     assert passes == [False]  # (taken, not abandoned)
     same(H, by_columns(bytegrad.hessian, _filled_then_summed, x))
     assert H == pytest.approx(_fd_hessian(_filled_then_summed, x), rel=1e-6, abs=1e-6)
+
+
+# -- objects a class's call makes ----------------------------------------------------------
+
+class _Particle:
+    def __init__(self, q, p):
+        self.q = q
+        self.p = p * self.q  # (a field read before the next write)
+        self.q = self.q ** 2
+
+    def energy(self):
+        return self.q * self.p ** 2
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: float
+    b: float
+
+
+_Point = collections.namedtuple("_Point", "x y")
+
+
+def _objects(x):
+    s = _Particle(x[0], x[1]).energy()  # x0⁴ x1²
+    pair = _Pair(x[1], x[2])
+    pt = _Point(x[0], pair.a * pair.b)
+    return s + pt.x * pt.y ** 2
+
+
+@pytest.mark.parametrize("second", SECOND)
+def test_objects_a_class_call_makes_differentiate_to_second_order(second):
+    x = np.array([0.7, -1.2, 0.4])
+    assert SECOND[second](_objects, x) == pytest.approx(_fd_hessian(_objects, x), rel=1e-6, abs=1e-6)
+
+
+def test_hessians_of_objects_made_in_a_loop_take_their_columns_in_one_batched_pass(passes):
+    def f(x):
+        s = 0.0
+        for i in range(len(x) - 1):
+            s = s + _Particle(x[i], x[i + 1]).energy()
+        return s
+    x = np.linspace(-1.0, 1.3, hessian_module.FEWEST + 2)
+    H = bytegrad.hessian(f)(x)
+    assert passes == [False]
+    same(H, by_columns(bytegrad.hessian, f, x))
+    assert H == pytest.approx(_fd_hessian(f, x), rel=1e-6, abs=1e-6)
+
+
+class _Doubling:
+    def __init__(self, a):
+        self.a = a
+
+    def __setattr__(self, name, v):
+        object.__setattr__(self, name, 2 * v)
+
+
+class _Property:
+    def __init__(self, a):
+        self.a = a
+
+    a = property(lambda self: self._a, lambda self, v: setattr(self, "_a", 3 * v))
+
+
+class _MethodBetweenWrites:
+    def __init__(self, a):
+        self.a = a
+        self.b = self.square()  # (the method holds the object as it was)
+        self.a = 2 * a
+
+    def square(self):
+        return self.a ** 2
+
+
+class _Derived(_Pair):
+    def __init__(self, a, b):
+        super().__init__(a, b)
+
+
+def _changed_after_its_call(x):
+    p = _Pair(x[0], x[1])
+    p.a = p.a * p.b  # (the object is not the function's to pass on)
+    return p.a * x[0]
+
+
+@pytest.mark.parametrize("f", [lambda x: _Doubling(x[0]).a * x[1], lambda x: _Property(x[0]).a * x[1],
+                               lambda x: _MethodBetweenWrites(x[0]).b * x[1],
+                               lambda x: _Derived(x[0], x[1]).a * x[1], _changed_after_its_call],
+                         ids=["__setattr__", "property", "method between writes", "super()", "changed after"])
+def test_objects_whose_writes_run_code_of_theirs_are_refused_at_second_order_by_line(f):
+    x = np.array([0.7, -1.2])
+    fd = [(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(2)]
+    assert bytegrad.grad(f)(x) == pytest.approx(fd, rel=1e-6)  # (first order follows them)
+    with pytest.raises(bytegrad.NestingError, match=r"test_private\.py:\d+: "):
+        bytegrad.hessian(f)(x)
 
 
 # -- generated programs ---------------------------------------------------------------------
