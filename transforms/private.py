@@ -311,12 +311,21 @@ def _thread(ir, d, v, kind, resolve) -> bool:
 def as_constructor(ir):
     """The IR of an ``__init__`` as its class's call: ``self`` made first, by
     ``object.__new__`` of the function's own argument (the class, where the call passes
-    it), and returned::
+    it), and returned:
 
-        1: (%1, %2, %3)                  1: (%1, %3)
-          setattr(%2, 'a', %3)      →      %2 = object.__new__(%1)
-          return None                      setattr(%2, 'a', %3)
-                                           return %2
+    >>> from bytegrad.ir import lift
+    >>> class P:
+    ...     def __init__(self, a):
+    ...         self.a = a
+    >>> print(lift(P.__init__))
+    1: (%1, %2, %3)
+      %4 = setattr(%2, 'a', %3)                      # line 3
+      return None
+    >>> print(as_constructor(lift(P.__init__)))
+    1: (%1, %3)
+      %2 = object.__new__(%1)                        # line 2
+      %4 = setattr(%2, 'a', %3)                      # line 3
+      return %2
     """
     entry = ir.blocks[0]
     fn, obj = entry.args[0], entry.args.pop(1)
