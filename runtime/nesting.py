@@ -123,27 +123,40 @@ class refusing_changes:
 
     def __enter__(self):
         self.before = len(self.sh.entries)
+        self.was = self.sh.located
+        if self.was is None:  # (where each change is made: the refusal names its line)
+            self.sh.located = {}
 
     def __exit__(self, *exc):
-        refuse_changes(self.sh, self.f, self.before)
+        located, self.sh.located = self.sh.located, self.was
+        refuse_changes(self.sh, self.f, self.before, located)
 
 
-def refuse_changes(sh, f, before=0):
+def refuse_changes(sh, f, before=0, located=None):
     """Refuse what tangent code of ``f`` run under reverse mode changed in place (the new
-    entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
-    tangent kept in the shadow."""
-    if len(sh.entries) != before and _changed(list(sh.entries.values())[before:]):
-        refuse_nested(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v) in {full_name(f)}, "
-                f"differentiated to second order", "build a new value instead (xs = xs + [v], "
-                f"a = np.where(...)), or differentiate it at first order")
+    entries of tangent shadow ``sh`` past ``before``; ``located``, where each was made):
+    reverse mode does not follow a tangent kept in the shadow."""
+    if _changed(list(sh.entries.values())[before:]) is not None:
+        refuse_nested(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v)"
+                      f"{_where_changed(sh, before, located)} in {full_name(f)}, differentiated to second order",
+                      "build a new value instead (xs = xs + [v], a = np.where(...)), or "
+                      "differentiate it at first order")
 
 
-def _changed(entries) -> bool:
-    """Whether new tangent-shadow ``entries`` record a change in place (not a module and
-    its namespace, which a read of a module attribute enters)."""
+def _where_changed(sh, before, located):
+    """`` at file:line`` of the first change in place past entry ``before`` of tangent
+    shadow ``sh``, where ``located`` has it; else ``""``."""
+    x = _changed(list(sh.entries.values())[before:])
+    where = None if x is None else (located or {}).get(id(x))
+    return f" at {where[0]}:{where[1]}" if where else ""
+
+
+def _changed(entries):
+    """The first object new tangent-shadow ``entries`` record a change in place of (not
+    a module and its namespace, which a read of a module attribute enters), or None."""
     xs = [x for x, _ in entries]
     spaces = {id(vars(x)) for x in xs if isinstance(x, types.ModuleType)}
-    return any(not isinstance(x, types.ModuleType) and id(x) not in spaces for x in xs)
+    return next((x for x in xs if not isinstance(x, types.ModuleType) and id(x) not in spaces), None)
 
 
 _LAYOUTS: dict = {}
@@ -702,7 +715,10 @@ def _vjp_at_frule(ts, f, args, wrt, kw, dy):
 def _kept(args):
     """What an inner gradient's ``f`` may change, before it runs: a copy of its arguments,
     and the changes in place the outer forward level has followed so far."""
-    return jax_api._copied(args), _changes_so_far(current())
+    sh = current()
+    if sh.located is None:  # (where each change is made: `_unchanged`'s refusal names its line)
+        sh.located = {}
+    return jax_api._copied(args), _changes_so_far(sh)
 
 
 def _unchanged(f, args, kept):
@@ -710,11 +726,12 @@ def _unchanged(f, args, kept):
     forward level follows (a global array, a list it built), in place: the inner
     computation runs ``f`` again (`vjp_at`), which would see what it changed."""
     copied, before = kept
+    sh = current()
     if copied is not None and not jax_api._same(args, copied):
-        refuse_nested(f"a change in place of its arguments by {full_name(f)}, differentiated to second "
-                f"order", "change a copy of them (a = a.copy(), xs = list(xs)), or differentiate it "
-                "at first order")
-    refuse_changes(current(), f, before)
+        refuse_nested(f"a change in place of its arguments{_where_changed(sh, before, sh.located)} by {full_name(f)}, "
+                      "differentiated to second order", "change a copy of them (a = a.copy(), xs = "
+                      "list(xs)), or differentiate it at first order")
+    refuse_changes(sh, f, before, sh.located)
 
 
 nondifferentiable(_kept, _unchanged)  # (a level lifting the API functions runs them plainly)

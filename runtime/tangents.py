@@ -26,11 +26,12 @@ _DEPTH = 100  # deeper parts of a container are handed on as they are
 
 
 class TangentShadow:
-    __slots__ = ("entries", "cells", "defaults", "raised", "batch", "nested")
+    __slots__ = ("entries", "cells", "defaults", "raised", "batch", "nested", "located")
 
     def __init__(self, batch=None):
         self.batch = batch  # a `batching.State` where tangents are Batches: a change in place abandons them
         self.nested = False  # running the tangent code nesting runs (see `nesting._value_of`)
+        self.located = None  # id → (file, line) of each entry's making, where a level refuses them
         self.entries = {}  # id → (object, its tangent)
         self.cells = {}  # id of a cell → (cell, the tangent of its contents)
         self.defaults = {}  # id of a function → (function, tangents of __defaults__, of __kwdefaults__)
@@ -101,8 +102,14 @@ class TangentShadow:
             d = list(dx) if dx is not None else [None] * len(x)
         else:  # a dict, or an object's fields
             d = dict(dx) if dx is not None else {}
-        self.entries[id(x)] = (x, d)
+        self._enter(x, d)
         return d
+
+    def _enter(self, x, d):
+        e = self.entries[id(x)] = (x, d)
+        if self.located is not None:
+            self.located.setdefault(id(x), user_location())
+        return e
 
     def _writable_array(self, x, dx, what):
         if x.dtype.kind not in "fc":
@@ -115,7 +122,7 @@ class TangentShadow:
             d = self.batch.zeros(r)
             if dx is not None:
                 d[...] = dx
-            e = self.entries[id(r)] = (r, d)
+            e = self._enter(r, d)
         if e is None:
             if not (r.flags.c_contiguous or r.flags.f_contiguous):
                 raise _unsupported(what, "an array that does not own contiguous memory")
@@ -124,13 +131,13 @@ class TangentShadow:
                 region(d, r, x)[...] = dx
             elif dx is not None:
                 d[...] = _root_tangent(r, x, dx, what)
-            e = self.entries[id(r)] = (r, d)
+            e = self._enter(r, d)
         return self._region(e[1], r, x)
 
     def set_tangent(self, x, dx):
         """``x`` was replaced wholesale in place (``a[...] = v`` of every element, a list
         cleared and refilled): its tangent is ``dx``."""
-        self.entries[id(x)] = (x, dx)
+        self._enter(x, dx)
 
 
 def _root_tangent(r, x, dx, what):

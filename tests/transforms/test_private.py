@@ -187,6 +187,28 @@ def test_a_container_another_name_may_see_is_refused_at_second_order_by_line(f):
         bytegrad.hessian(f)(np.array([0.7, -1.2, 0.4]))
 
 
+_STORE = {}
+
+
+def _changes_its_argument(x):
+    s = x[0] * 2.0
+    x[0] = x[1] * x[2]  # (the change: a line below the def)
+    return x[0] * s
+
+
+def _changes_a_global(x):
+    _STORE["a"] = x[0] * x[1]  # (the change)
+    return _STORE["a"] * x[2]
+
+
+@pytest.mark.parametrize("f, below", [(_changes_its_argument, 2), (_changes_a_global, 1)])
+@pytest.mark.parametrize("second", ["hessian", "jvp of grad"])
+def test_a_refused_change_in_place_is_named_by_its_own_line(f, below, second):
+    line = f.__code__.co_firstlineno + below
+    with pytest.raises(bytegrad.NestingError, match=rf"change in place .* at .*test_private\.py:{line} (in|by) "):
+        SECOND[second](f, np.array([1.0, 2.0, 3.0]))
+
+
 def test_third_derivatives_through_an_array_a_function_fills():
     def f(x):
         y = np.zeros(3)
