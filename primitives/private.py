@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
 
 from ._frozen import np
 
@@ -182,8 +183,8 @@ def _plain(obj, name, setter):
 
 def _field(obj, name):
     """Refuse a read, followed by a write, of anything but a field (a method holds the
-    object as it was)."""
-    if name not in vars(obj):
+    object as it was), or through a ``__getattribute__`` of the class's (which sees it)."""
+    if name not in vars(obj) or type(getattr(type(obj), "__getattribute__", None)) is types.FunctionType:
         refuse_nested(f"{type(obj).__name__}.{name}, not a field, read in the class's call before a "
                       "write of a field", "read it after the writes, or differentiate it at first order")
 

@@ -363,6 +363,22 @@ def _getattr(ts, x, name, *default):
             return _getattr(ts[:2], x, name)
         except AttributeError:
             return default[0], ts[2]
+    own = getattr(type(x), "__getattribute__", None)
+    if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
+        return jvp_call(own, None, (now(x, ts[0]), None), x, name)
+    return _attribute_read(ts, x, name, getattr)
+
+
+@frule(object.__getattribute__)
+def _object_getattribute(ts, x, name):
+    """``object.__getattribute__(x, name)``: the read as `getattr` makes it, past a
+    ``__getattribute__`` of yours (which calls it)."""
+    return _attribute_read(ts, x, name, object.__getattribute__)
+
+
+def _attribute_read(ts, x, name, read):
+    """`getattr` without a default and past a ``__getattribute__`` of yours; ``read``
+    reads the value itself (as reverse mode's `containers._attribute`)."""
     dx = now(x, ts[0])
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
@@ -377,7 +393,7 @@ def _getattr(ts, x, name, *default):
             if dy is not None:
                 current().writable(x, dx, f"cached property {name!r}")[name] = dy
             return y, dy
-    fields = getattr(x, "__dict__", None)
+    fields = read(x, "__dict__") if hasattr(x, "__dict__") else None
     desc, get = _descriptor_of(x, name, prop, fields if type(fields) is dict else None)
     obj = x.__self__ if type(x) is super else x
     if get is not None and is_data_descriptor(desc):  # (yours: what its __get__ reads)
@@ -386,7 +402,7 @@ def _getattr(ts, x, name, *default):
             and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
     through = get is not None and name not in (fields if type(fields) is dict else ())  # (before __get__ stores it)
-    y = getattr(x, name)  # (no default here: see above)
+    y = read(x, name)  # (no default here: see above)
     if through and type(y) in _VALUES and (dx is not None or id(obj) in current().entries):
         raise read_through_get(name, desc, user_location())  # (as reverse mode: see `_attribute`)
     if name == "__dict__" and y is fields:  # its tangent is the object's, in the shadow
@@ -866,7 +882,7 @@ for _make in (ops.build_set, set, frozenset):
 
 # (what they do with a tangent is right for a batch of them: runtime/batching.py)
 batches(_build_tuple, _build_list, _list_to_tuple, _build_dict, _identity, _getitem, _unpack, _iter,
-        _index_iter, _iterate, _next, _reversed, _items, _values, _get, _getattr, FRULES[list], FRULES[tuple],
+        _index_iter, _iterate, _next, _reversed, _items, _values, _get, _getattr, _object_getattribute, FRULES[list], FRULES[tuple],
         _setattr, _delattr, _delitem, _comprehension_append, _comprehension_extend, _map_add,
         _update, _apply, _partial, _dict_pop, _setdefault, _make_cell, _cell_get, _cell_set, _closure_cell,
         _make_function)

@@ -105,12 +105,20 @@ def _plan(f, args, kw):
         return ("self", t.__call__, f)
     if isinstance(f, type) and issubclass(f, BaseException):
         return ("plain",)
-    if isinstance(f, type) and fw._user_class(f) and f.__init__ is object.__init__:
-        return ("self", f.__new__, f)  # (a named tuple: its __new__ alone makes it)
+    if isinstance(f, type) and _named_tuple(f):
+        return ("self", f.__new__, f)  # (its __new__ alone makes it)
     made = isinstance(f, type) and constructor(f, n, kw, NESTED_BATCHED if batching.reversing() else NESTED)
     if made:
         return ("code", made, None)
     return ("opaque",)
+
+
+def _named_tuple(cls) -> bool:
+    """Whether ``cls`` is a class of ``collections.namedtuple``'s, whose call is its own
+    ``__new__`` (which makes an instance of ``cls`` itself: no ``__init__`` runs)."""
+    new = getattr(cls, "__new__", None)
+    return issubclass(cls, tuple) and cls.__init__ is object.__init__ and \
+        getattr(new, "__globals__", {}).get("_tuple_new") is tuple.__new__
 
 
 class refusing_changes:
@@ -622,6 +630,10 @@ def _opaque(plan, f, dargs, args, kw):
     none can: ``plan`` is plain)."""
     if plan[0] == "plain" or all(d is None for d in _full(dargs, len(args))):
         return jvp_call(*((f, None, dargs) + args), **kw)
+    if isinstance(f, type):
+        refuse_nested(f"the call of the class {full_name(f)} (of a __new__ of its own, or an __init__ "
+                      "given keywords, *args or defaults, or with a closure, as super() makes)",
+                      "make the object outside, or differentiate it at first order")
     refuse_nested(f"{full_name(f)} (no forward rule, no Python code)")
 
 

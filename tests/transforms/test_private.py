@@ -361,6 +361,16 @@ class _Derived(_Pair):
         super().__init__(a, b)
 
 
+class _MadeElsewhere:
+    def __new__(cls, a):
+        return object.__new__(_MadeElsewhereSub)  # (whose __init__ the call then runs)
+
+
+class _MadeElsewhereSub(_MadeElsewhere):
+    def __init__(self, a):
+        self.y = a * a
+
+
 def _changed_after_its_call(x):
     p = _Pair(x[0], x[1])
     p.a = p.a * p.b  # (the object is not the function's to pass on)
@@ -369,8 +379,10 @@ def _changed_after_its_call(x):
 
 @pytest.mark.parametrize("f", [lambda x: _Doubling(x[0]).a * x[1], lambda x: _Property(x[0]).a * x[1],
                                lambda x: _MethodBetweenWrites(x[0]).b * x[1],
-                               lambda x: _Derived(x[0], x[1]).a * x[1], _changed_after_its_call],
-                         ids=["__setattr__", "property", "method between writes", "super()", "changed after"])
+                               lambda x: _Derived(x[0], x[1]).a * x[1], _changed_after_its_call,
+                               lambda x: _MadeElsewhere(x[0]).y * x[1]],
+                         ids=["__setattr__", "property", "method between writes", "super()", "changed after",
+                              "__new__ of its own"])
 def test_objects_whose_writes_run_code_of_theirs_are_refused_at_second_order_by_line(f):
     x = np.array([0.7, -1.2])
     fd = [(f(x + 1e-6 * e) - f(x - 1e-6 * e)) / 2e-6 for e in np.eye(2)]

@@ -718,3 +718,25 @@ def test_dict_of_a_mapping_of_yours_reads_it_by_its_keys(make):
         d = dict(make(x))
         return d["a"] * d["b"] * x
     check_jvp(g, 1.3)
+
+
+class _Doubled:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def __getattribute__(self, name):
+        v = object.__getattribute__(self, name)
+        return 2 * v if name in ("a", "b") else v
+
+
+@pytest.mark.regression
+def test_a_class_own_getattribute_is_run_by_a_read_in_forward_mode():
+    # (the read skipped it: a jvp half the true one, silently)
+    def f(x):
+        p = _Doubled(x[0], x[1])
+        return p.a * p.b  # 4 x0 x1
+    x = np.array([0.7, -1.2])
+    check_jvp(f, x)
+    assert bytegrad.jvp(f, (x,), (np.array([1.0, 0.0]),))[1] == pytest.approx(4 * x[1])
+    assert bytegrad.hessian(f)(x) == pytest.approx(np.array([[0.0, 4.0], [4.0, 0.0]]))
