@@ -67,7 +67,7 @@ import numpy as np
 
 from ..ir import Stmt, Var, ops
 from ..ir.cfg import CFG
-from ..ir.simplify import simplify, substitute
+from ..ir.simplify import simplify, substitute, trivial_args
 
 _ARRAYS = (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like)
 
@@ -98,6 +98,7 @@ def private_changes(ir, resolve):
     names."""
     if ir.meta.generator:  # (its tangent code is refused at nesting anyway)
         return ir
+    trivial_args(ir)  # (the join of an __init__'s returns takes the object alone: no other name)
     made = [(b, v, kind) for b, v, st in ir.statements() if (kind := _made(resolve(st.fn), st))]
     threaded = [_thread(ir, b, v, kind, resolve) for b, v, kind in made]
     return simplify(ir) if any(threaded) else ir

@@ -305,17 +305,27 @@ class _Pair:
 _Point = collections.namedtuple("_Point", "x y")
 
 
+class _EarlyReturn:
+    def __init__(self, a, b):
+        self.a = a
+        if a > 0:
+            self.b = b * a
+            return
+        self.b = b
+
+
 def _objects(x):
     s = _Particle(x[0], x[1]).energy()  # x0⁴ x1²
     pair = _Pair(x[1], x[2])
     pt = _Point(x[0], pair.a * pair.b)
-    return s + pt.x * pt.y ** 2
+    e = _EarlyReturn(x[2], x[0])
+    return s + pt.x * pt.y ** 2 + e.a * e.b ** 2
 
 
 @pytest.mark.parametrize("second", SECOND)
 def test_objects_a_class_call_makes_differentiate_to_second_order(second):
-    x = np.array([0.7, -1.2, 0.4])
-    assert SECOND[second](_objects, x) == pytest.approx(_fd_hessian(_objects, x), rel=1e-6, abs=1e-6)
+    for x in (np.array([0.7, -1.2, 0.4]), np.array([0.7, -1.2, -0.4])):  # (each return of __init__)
+        assert SECOND[second](_objects, x) == pytest.approx(_fd_hessian(_objects, x), rel=1e-6, abs=1e-6)
 
 
 def test_hessians_of_objects_made_in_a_loop_take_their_columns_in_one_batched_pass(passes):
