@@ -810,7 +810,7 @@ for _api, _body in _LIFTED.items():
     rule(_api, override=True)(_fn)
     frule(_api, override=True)(_fr)
 
-nondifferentiable(_plan, _seeded, _tangent_function, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
+nondifferentiable(_plan, _seeded, _Call, _tangent_function, jax_api._held, isolated_at.__enter__, isolated_at.__exit__, TangentShadow,
                   np.errstate.__enter__, np.errstate.__exit__)  # (forward rules use errstate)
 
 

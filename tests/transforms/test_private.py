@@ -223,6 +223,21 @@ def test_third_derivatives_through_an_array_a_function_fills():
     assert bytegrad.grad(lambda v: bytegrad.jvp(bytegrad.grad(f), (v,), (1.0,))[1])(x) == pytest.approx(d3)
 
 
+@pytest.mark.regression
+def test_third_derivatives_through_a_list_a_function_fills():
+    # (a forward rule's lifted binding of its arguments reached the layout's code, which a
+    # third level tried to differentiate: an error naming no function)
+    def f(x):
+        xs = [x, x * x]
+        xs.append(xs[1] * x)  # x³
+        xs[0] = xs[-1] * x  # x⁴
+        return xs[0] + math.sin(xs[2])
+    x = 0.6
+    d3 = 24 * x - 27 * x ** 6 * math.cos(x ** 3) - 54 * x ** 3 * math.sin(x ** 3) + 6 * math.cos(x ** 3)
+    assert bytegrad.grad(bytegrad.grad(bytegrad.grad(f)))(x) == pytest.approx(d3)
+    assert bytegrad.jvp(bytegrad.grad(bytegrad.grad(f)), (x,), (1.0,))[1] == pytest.approx(d3)
+
+
 def test_a_write_the_rules_do_not_follow_is_refused_by_line():
     def into_a_slice(x):
         xs = [x, x, x]
