@@ -365,7 +365,14 @@ def _getattr(ts, x, name, *default):
             return default[0], ts[2]
     own = getattr(type(x), "__getattribute__", None)
     if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
-        return jvp_call(own, None, (now(x, ts[0]), None), x, name)
+        dx = now(x, ts[0])
+        try:
+            return jvp_call(own, None, (dx, None), x, name)
+        except AttributeError:  # (then your __getattr__, as Python's lookup)
+            fallback = getattr(type(x), "__getattr__", None)
+            if type(fallback) is not types.FunctionType:
+                raise
+            return jvp_call(fallback, None, (dx, None), x, name)
     return _attribute_read(ts, x, name, getattr)
 
 
@@ -398,9 +405,9 @@ def _attribute_read(ts, x, name, read):
     obj = x.__self__ if type(x) is super else x
     if get is not None and is_data_descriptor(desc):  # (yours: what its __get__ reads)
         return jvp_call(get, None, (None, dx, None), desc, obj, type(obj))
-    if type(fields) is dict and name not in fields and prop is None and not isinstance(x, type) \
-            and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
-        return jvp_call(type(x).__getattr__, None, (dx, None), x, name)
+    if read is getattr and type(fields) is dict and name not in fields and prop is None \
+            and not isinstance(x, type) and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+        return jvp_call(type(x).__getattr__, None, (dx, None), x, name)  # (getattr's: not object's)
     through = get is not None and name not in (fields if type(fields) is dict else ())  # (before __get__ stores it)
     y = read(x, name)  # (no default here: see above)
     if through and type(y) in _VALUES and (dx is not None or id(obj) in current().entries):

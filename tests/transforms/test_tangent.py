@@ -740,3 +740,40 @@ def test_a_class_own_getattribute_is_run_by_a_read_in_forward_mode():
     check_jvp(f, x)
     assert bytegrad.jvp(f, (x,), (np.array([1.0, 0.0]),))[1] == pytest.approx(4 * x[1])
     assert bytegrad.hessian(f)(x) == pytest.approx(np.array([[0.0, 4.0], [4.0, 0.0]]))
+
+
+class _FallsBack:
+    def __init__(self, a):
+        self.a = a
+
+    def __getattribute__(self, name):
+        if name == "b":
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
+
+    def __getattr__(self, name):
+        return self.a * 5.0
+
+
+class _CatchesItsOwn:
+    def __init__(self, a):
+        self.a = a
+
+    def __getattribute__(self, name):
+        try:
+            return object.__getattribute__(self, name)
+        except AttributeError:  # (object's read never runs __getattr__)
+            return object.__getattribute__(self, "a") * 7.0
+
+    def __getattr__(self, name):
+        return object.__getattribute__(self, "a") * 2.0
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, slope", [(lambda x: _FallsBack(x).b, 5.0), (lambda x: getattr(_FallsBack(x), "b", x), 5.0),
+                                      (lambda x: _CatchesItsOwn(x).zz, 7.0)],
+                         ids=["__getattr__ after", "__getattr__ before a default", "object's read"])
+def test_a_class_own_getattribute_falls_back_on_its_getattr_as_python_does(f, slope):
+    # (the default was returned, or AttributeError raised, where __getattr__ answers; and
+    # object.__getattribute__'s read ran __getattr__, which it never does)
+    assert bytegrad.jvp(f, (1.3,), (1.0,)) == pytest.approx((f(1.3), slope))
