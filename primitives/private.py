@@ -34,7 +34,7 @@ from ..runtime.nesting import refuse_nested
 from ..runtime.rules import RULES, nondifferentiable, rule
 from ._util import unbroadcast
 from .mutation import _overwritten
-from .tangent_objects import _zeros_for_none
+from .tangent_objects import _zeros_for_none, appending
 
 
 @rule(ops.set_item)
@@ -105,15 +105,7 @@ def _appended(xs, x):
     return ys, lambda d: (None,) * 3 if d is None else (None, list(d[:n]), d[n])
 
 
-@frule(ops.appended)
-def _appended_tangent(ts, xs, x):
-    xs = ops.appended(xs, x)
-    if ts[0] is None and ts[1] is None:
-        return xs, None
-    return xs, ops.appended([None] * (len(xs) - 1) if ts[0] is None else ts[0], ts[1])
-
-
-batches(_appended_tangent)
+batches(frule(ops.appended)(appending(ops.appended)))
 
 
 @rule(ops.item_of)

@@ -626,15 +626,21 @@ _list_method(list.reverse, lambda ts, xs, d, before: d.reverse())
 _list_method(list.remove, lambda ts, xs, d, x, before: d.pop(before.index(x)))
 
 
-@frule(ops.list_append)
-def _comprehension_append(ts, xs, x):
-    # the list of a comprehension, or of ``g(*t, x)``'s arguments, fresh and its tangent
-    # too; both change in place, through the op's result (see `_map_add`)
-    xs = ops.list_append(xs, x)
-    d = ts[0]
-    if d is None and ts[1] is None:
-        return xs, None
-    return xs, ops.list_append([None] * (len(xs) - 1) if d is None else d, ts[1])
+def appending(append):
+    """The forward rule of ``append(xs, x)``, an append that returns the list: the list
+    of a comprehension, or of ``g(*t, x)``'s arguments (`ops.list_append`), or one that
+    nesting passes on (`ops.appended`), fresh and its tangent too; both change in place,
+    through the op's result (see `_map_add`)."""
+    def fr(ts, xs, x):
+        xs = append(xs, x)
+        d = ts[0]
+        if d is None and ts[1] is None:
+            return xs, None
+        return xs, append([None] * (len(xs) - 1) if d is None else d, ts[1])
+    return fr
+
+
+_comprehension_append = frule(ops.list_append)(appending(ops.list_append))
 
 
 @frule(ops.list_extend)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import types
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,27 +34,34 @@ class TangentCompiled:
     """The tangent code of one code object, for the globals it was decided in."""
 
     def __init__(self, code, reading, variant=None):
+        v = variant or Variant()
         lifted = lift(code)
-        made = variant in _CONSTRUCTORS.values()
-        if made:  # (an __init__'s code as its class's call)
+        if v.constructor:
             lifted = as_constructor(lifted)
         self.generator = lifted.meta.generator  # (its tangent code yields (item, tangent) pairs)
-        self.stages = transform_tangent(lifted, _HOOKS[variant], reading)
+        self.stages = transform_tangent(lifted, _BatchedHooks if v.batched else _Hooks, reading, v.nested)
         self.still_decided = still_decided(reading.decided())
         self.tangent_code = emit(self.stages.tangent)
         m = self.stages.lifted.meta
-        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount - made
+        self.arity = -1 if m.varargs or m.varkw or code.co_kwonlyargcount else code.co_argcount - v.constructor
+
+
+class Variant(NamedTuple):
+    """Which tangent code of a function: ``batched``, every call through `jvp_call`
+    (runtime/batching.py); ``nested``, the code nested differentiation lifts, where a
+    list, array or object made in it passes its changes on as values
+    (transforms/private.py); ``constructor``, an ``__init__``'s code as its class's call."""
+
+    batched: bool = False
+    nested: bool = False
+    constructor: bool = False
 
 
 _CACHE = Cache(TangentCompiled)
 
-
-BATCHED = "batched"  # the variant whose every call goes through jvp_call (see runtime/batching.py)
-# the variants nested differentiation lifts, where a list or array made in the function
-# passes its changes on as values (transforms/private.py)
-NESTED, NESTED_BATCHED = "nested", "batched nested"
-# their code of a class's call, made of its __init__'s (`constructor`)
-_CONSTRUCTORS = {NESTED: "nested constructor", NESTED_BATCHED: "batched nested constructor"}
+# the variant of (nested, batched): the plain one None (the cache's key of the code alone)
+VARIANTS = {(n, b): Variant(b, n) if n or b else None for n in (False, True) for b in (False, True)}
+NESTED, NESTED_BATCHED = VARIANTS[True, False], VARIANTS[True, True]
 
 
 def compiled_tangent(f, variant=None) -> TangentCompiled:
@@ -75,7 +83,7 @@ def constructor(cls, n, kw, variant):
     if code.co_freevars or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
             or code.co_kwonlyargcount or code.co_argcount != n + 1:
         return None
-    c = _CACHE.get(code, init.__globals__, _CONSTRUCTORS[variant])
+    c = _CACHE.get(code, init.__globals__, variant._replace(constructor=True))
     return types.FunctionType(c.tangent_code, init.__globals__)
 
 
@@ -298,16 +306,3 @@ class _BatchedHooks(_Hooks):
     frule_for = staticmethod(lambda f: None)
     dual = staticmethod(lambda f: False)
 
-
-class _Nested(_Hooks):
-    private = True
-
-
-class _NestedBatched(_BatchedHooks):
-    private = True
-
-
-# the variant of (nested, batched)
-VARIANTS = {(False, False): None, (False, True): BATCHED, (True, False): NESTED, (True, True): NESTED_BATCHED}
-_HOOKS = {None: _Hooks, BATCHED: _BatchedHooks, NESTED: _Nested, NESTED_BATCHED: _NestedBatched,
-          _CONSTRUCTORS[NESTED]: _Nested, _CONSTRUCTORS[NESTED_BATCHED]: _NestedBatched}

@@ -44,7 +44,7 @@ from . import forward as fw
 from .forward import forward
 from .frules import derived, frule, frule_for
 from ..ir import ops
-from .jvp import _PLANS, NESTED, NESTED_BATCHED, compiled_tangent, constructor, jvp_call, jvp_call_kw
+from .jvp import _PLANS, VARIANTS, compiled_tangent, constructor, jvp_call, jvp_call_kw
 from .mutation import wrapping
 from .rules import CALLS, Lazy, Rule, nondifferentiable, nograd, passes_keywords, record_of, rule
 from .tangents import TangentShadow, current, current_in, isolated_at
@@ -83,7 +83,7 @@ def _plan(f, args, kw):
         return ("derived", derived(f, r), _Moved.of(f, None, args, kw))
     t = type(f)
     if t is types.FunctionType:
-        c = compiled_tangent(f, NESTED_BATCHED if batching.reversing() else NESTED)
+        c = compiled_tangent(f, _nested())
         if c.generator:  # (its tangent code is sent (value, tangent) pairs: no level lifts that)
             refuse_nested(f"the generator {full_name(f)} (a generator expression or function) in forward "
                     f"mode", "compute its items into a list first ([... for v in xs]), or "
@@ -107,10 +107,15 @@ def _plan(f, args, kw):
         return ("plain",)
     if isinstance(f, type) and _named_tuple(f):
         return ("self", f.__new__, f)  # (its __new__ alone makes it)
-    made = isinstance(f, type) and constructor(f, n, kw, NESTED_BATCHED if batching.reversing() else NESTED)
+    made = isinstance(f, type) and constructor(f, n, kw, _nested())
     if made:
         return ("code", made, None)
     return ("opaque",)
+
+
+def _nested():
+    """The variant of tangent code a level lifts: batched in `hessian`'s batched pass."""
+    return VARIANTS[True, batching.reversing() is not None]
 
 
 def _named_tuple(cls) -> bool:
@@ -130,39 +135,45 @@ class refusing_changes:
         self.sh, self.f = sh, f
 
     def __enter__(self):
-        self.before = len(self.sh.entries)
-        self.was = self.sh.located
-        if self.was is None:  # (where each change is made: the refusal names its line)
-            self.sh.located = {}
+        self.before, self.was = len(self.sh.entries), self.sh.located
+        _locating(self.sh)
 
     def __exit__(self, *exc):
-        located, self.sh.located = self.sh.located, self.was
-        refuse_changes(self.sh, self.f, self.before, located)
+        try:
+            refuse_changes(self.sh, self.f, self.before)
+        finally:
+            self.sh.located = self.was
 
 
-def refuse_changes(sh, f, before=0, located=None):
+def _locating(sh):
+    """Have tangent shadow ``sh`` record where each of its entries is made, for a
+    refusal to name the line of the change."""
+    if sh.located is None:
+        sh.located = {}
+
+
+def refuse_changes(sh, f, before=0):
     """Refuse what tangent code of ``f`` run under reverse mode changed in place (the new
-    entries of tangent shadow ``sh`` past ``before``; ``located``, where each was made):
-    reverse mode does not follow a tangent kept in the shadow."""
-    if _changed(list(sh.entries.values())[before:]) is not None:
-        refuse_nested(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v)"
-                      f"{_where_changed(sh, before, located)} in {full_name(f)}, differentiated to second order",
-                      "build a new value instead (xs = xs + [v], a = np.where(...)), or "
-                      "differentiate it at first order")
+    entries of tangent shadow ``sh`` past ``before``): reverse mode does not follow a
+    tangent kept in the shadow."""
+    x = _changed(sh, before)
+    if x is not None:
+        refuse_nested(f"a change in place (xs.append(v), a[i] = v, a += b, obj.x = v){_where(sh, x)} in "
+                      f"{full_name(f)}, differentiated to second order", "build a new value instead "
+                      "(xs = xs + [v], a = np.where(...)), or differentiate it at first order")
 
 
-def _where_changed(sh, before, located):
-    """`` at file:line`` of the first change in place past entry ``before`` of tangent
-    shadow ``sh``, where ``located`` has it; else ``""``."""
-    x = _changed(list(sh.entries.values())[before:])
-    where = None if x is None else (located or {}).get(id(x))
+def _where(sh, x):
+    """`` at file:line`` where tangent shadow ``sh`` recorded the change of ``x``, or ``""``."""
+    where = None if x is None else (sh.located or {}).get(id(x))
     return f" at {where[0]}:{where[1]}" if where else ""
 
 
-def _changed(entries):
-    """The first object new tangent-shadow ``entries`` record a change in place of (not
-    a module and its namespace, which a read of a module attribute enters), or None."""
-    xs = [x for x, _ in entries]
+def _changed(sh, before):
+    """The first object the entries of tangent shadow ``sh`` past ``before`` record a
+    change in place of (not a module and its namespace, which a read of a module
+    attribute enters), or None."""
+    xs = [x for x, _ in list(sh.entries.values())[before:]] if len(sh.entries) != before else []
     spaces = {id(vars(x)) for x in xs if isinstance(x, types.ModuleType)}
     return next((x for x in xs if not isinstance(x, types.ModuleType) and id(x) not in spaces), None)
 
@@ -728,8 +739,7 @@ def _kept(args):
     """What an inner gradient's ``f`` may change, before it runs: a copy of its arguments,
     and the changes in place the outer forward level has followed so far."""
     sh = current()
-    if sh.located is None:  # (where each change is made: `_unchanged`'s refusal names its line)
-        sh.located = {}
+    _locating(sh)
     return jax_api._copied(args), _changes_so_far(sh)
 
 
@@ -740,10 +750,10 @@ def _unchanged(f, args, kept):
     copied, before = kept
     sh = current()
     if copied is not None and not jax_api._same(args, copied):
-        refuse_nested(f"a change in place of its arguments{_where_changed(sh, before, sh.located)} by {full_name(f)}, "
-                      "differentiated to second order", "change a copy of them (a = a.copy(), xs = "
-                      "list(xs)), or differentiate it at first order")
-    refuse_changes(sh, f, before, sh.located)
+        refuse_nested(f"a change in place of its arguments{_where(sh, _changed(sh, before))} by "
+                      f"{full_name(f)}, differentiated to second order", "change a copy of them (a = "
+                      "a.copy(), xs = list(xs)), or differentiate it at first order")
+    refuse_changes(sh, f, before)
 
 
 nondifferentiable(_kept, _unchanged)  # (a level lifting the API functions runs them plainly)

@@ -39,6 +39,14 @@ def fd_gradient(f, args, i, h=1e-6):
     return d
 
 
+def fd_hessian(f, x, h=1e-6, **kw):
+    """The Hessian of ``f`` at the 1-d array ``x``: central differences of its gradient
+    (``bytegrad.grad(f, **kw)``, first-order reverse mode), column by column."""
+    g = bytegrad.grad(f, **kw)
+    return np.stack([(np.asarray(g(x + h * e)) - np.asarray(g(x - h * e))) / (2 * h)
+                     for e in np.eye(len(x))], axis=-1)
+
+
 def check_grad(f, *args, rtol=1e-5, atol=1e-6, h=1e-6):
     """Assert that bytegrad's gradient of ``f`` matches finite differences in every
     float/complex/array argument, that ``f``'s value is unchanged, and that the

@@ -116,7 +116,7 @@ def _made(f, st):
     return None
 
 
-def keeps_none(f, st) -> bool:
+def _keeps_none(f, st) -> bool:
     """Whether call ``st`` of ``f`` returns something that holds no reference to its
     arguments, and changes none."""
     if "out" in st.kw:
@@ -151,7 +151,8 @@ class _Uses:
     def __init__(self, ir, v, kind, resolve):
         self.ir, self.v, self.kind, self.resolve = ir, v, kind, resolve
         self.users = _users(ir)
-        self.writes = {}  # (block, index) → "set" or "append"
+        self.writes = {}  # (block, index) → "set", "append" or "attr"
+        self.reached = {}  # block → the blocks reachable from it
         self.dropped = set()  # (block, index) of ``xs.append``'s getattr
         self.last = []  # (block, index): no write may follow
         self.before = []  # (block, index, value): used before the next write alone
@@ -197,13 +198,13 @@ class _Uses:
             if self.kind == "array":  # (a view, maybe)
                 self.items.append((b, i, r))
             return True
-        if not keeps_none(f, st):
+        if not _keeps_none(f, st):
             self.last.append((b, i))
         return True
 
     def _object(self, b, i, st, f) -> bool:
-        """``self.name = x`` (or ``object.__setattr__(self, "name", x)``, a frozen
-        dataclass's) a write, ``self.name`` a read (`ops.field_of` where a write
+        """``self.name = x`` (or ``object.__setattr__(self, "name", x)``) a write,
+        ``self.name`` a read (`ops.field_of` where a write
         follows: it may bind ``self``), anything else a use no write may follow (a method's
         call hands ``self`` on)."""
         v, args = self.v, st.args
@@ -232,13 +233,15 @@ class _Uses:
         return any(c == b and (j > i or b in after) or c != b and c in after for c, j in self.writes)
 
     def _reach(self, b):
-        cfg, seen, todo = CFG.of(self.ir), set(), list(CFG.of(self.ir).succs[b])
-        while todo:
-            c = todo.pop()
-            if c not in seen:
-                seen.add(c)
-                todo += cfg.succs[c]
-        return seen
+        if b not in self.reached:
+            succs, seen, todo = CFG.of(self.ir).succs, set(), list(CFG.of(self.ir).succs[b])
+            while todo:
+                c = todo.pop()
+                if c not in seen:
+                    seen.add(c)
+                    todo += succs[c]
+            self.reached[b] = seen
+        return self.reached[b]
 
     def _before_next(self, b, i, r) -> bool:
         """Whether ``r`` (read from the array at statement ``i`` of block ``b``) is used
@@ -256,7 +259,7 @@ class _Uses:
             if (f is operator.getitem or f in _IN_PLACE) and st.args[0] is r:  # (maybe r itself)
                 if not self._before_next(b, j, self.ir.blocks[b].stmts[j][0]):
                     return False
-            elif not keeps_none(f, st) and not (f in _IN_PLACE and st.args[0] is not r):
+            elif not _keeps_none(f, st) and not (f in _IN_PLACE and st.args[0] is not r):
                 return False
         return True
 

@@ -55,12 +55,13 @@ def transform(lifted, hooks, globals_=None, wrt=None, numeric=()) -> Stages:
     return Stages(lifted, primal, fwd, adj)
 
 
-def prepare(lifted, hooks, globals_=None, wrt=None):
-    """``(primal, active, resolving hooks)``: what every AD pass starts from (see `transform`)."""
+def prepare(lifted, hooks, globals_=None, wrt=None, private=False):
+    """``(primal, active, resolving hooks)``: what every AD pass starts from (see `transform`);
+    ``private``: for the tangent code nested differentiation lifts (`private_changes`)."""
     primal = unify_returns(lifted)
     if hasattr(globals_, "attribute"):  # (the runtime's view of the globals, which records)
         primal = resolve_modules(primal, globals_.attribute)
-    if getattr(hooks, "private", False):  # (the tangent code nested differentiation runs)
+    if private:
         primal = private_changes(primal, lambda x: resolve(x, globals_))
     h = _Resolving(hooks, globals_)
     active = activity(primal, h.nondiff, hooks.effectful, wrt, h.changeable, h.changing,

@@ -413,8 +413,9 @@ class TangentStages:
     tangent: IR
 
 
-def transform_tangent(lifted, hooks, globals_=None) -> TangentStages:
+def transform_tangent(lifted, hooks, globals_=None, private=False) -> TangentStages:
     """The tangent IR of ``lifted``: the primal and activity of `reverse.prepare` (so the
-    same statements are active in both modes), then `tangent`."""
-    primal, active, h = prepare(lifted, hooks, globals_)
+    same statements are active in both modes; ``private``: as nested differentiation
+    lifts it), then `tangent`."""
+    primal, active, h = prepare(lifted, hooks, globals_, private=private)
     return TangentStages(lifted, primal, simplify(tangent(primal, active, h)))

@@ -19,6 +19,7 @@ from bytegrad.runtime import hessian as hessian_module, jax_api
 
 import batched_passes
 from batched_passes import passes, retrying, same  # noqa: F401  (passes: a fixture)
+from checks import fd_hessian
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "transforms"))
 from test_random_programs import draw_program  # noqa: E402
@@ -40,16 +41,6 @@ def rosenbrock_hessian(x):
         H[i, i + 1] += -400 * x[i]
         H[i + 1, i] += -400 * x[i]
     return H
-
-
-def fd_hessian(f, x, **kw):
-    """Central differences of the gradient (reverse mode), column by column."""
-    g = grad(f, **kw)
-    h = 1e-6
-    cols = []
-    for e in np.eye(len(x)):
-        cols.append((np.asarray(g(x + h * e)) - np.asarray(g(x - h * e))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 def test_hessian_of_rosenbrock_matches_its_closed_form():
