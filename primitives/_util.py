@@ -260,6 +260,11 @@ def static_attribute(t, name):
     return next((k.__dict__[name] for k in t.__mro__ if name in k.__dict__), None)
 
 
+def holds(t, name) -> bool:
+    """Whether class ``t`` or a base holds ``name`` (even as None)."""
+    return any(name in k.__dict__ for k in t.__mro__)
+
+
 def descriptor_method(obj, name, method):
     """``(descriptor, its method)`` where ``obj.name`` is stored (``"__set__"``) or deleted
     (``"__delete__"``) through a descriptor of yours (that method Python code), else

@@ -24,7 +24,7 @@ from ..runtime.mutation import Effect, watch_kind, wrapping
 from ..runtime.shadow import current
 from ..runtime.rules import effectful, is_effectful, nograd, nondifferentiable, rule, rule_for, sparse_gradients, \
     views
-from ._util import python_method, static_attribute
+from ._util import holds, python_method, static_attribute
 from .copies import PYTHON_COPIES, copied_by_python
 from .np_indexing import getitem_pullback as _array_getitem_pullback
 
@@ -463,17 +463,23 @@ def _getattr(x, name, *default):
     if isinstance(x, BaseException) and id(x) in current().raised:
         return _read_out_of_exception(x, name)
     own = getattr(type(x), "__getattribute__", None)
-    if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
-        y, pb = forward(own, x, name)
+    if type(own) is types.FunctionType:  # yours (a class's, for x an instance; a metaclass's)
+        try:
+            y, pb = forward(own, x, name)
+        except AttributeError:  # (then your __getattr__, as Python's lookup)
+            fallback = getattr(type(x), "__getattr__", None)
+            if type(fallback) is not types.FunctionType:
+                raise
+            y, pb = forward(fallback, x, name)
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     return _attribute(x, name, getattr)
 
 
-@rule(object.__getattribute__)
+@rule(object.__getattribute__, type.__getattribute__)
 def _object_getattribute(x, name):
-    """``object.__getattribute__(x, name)``: the read as `getattr` makes it, past a
-    ``__getattribute__`` of yours (which calls it)."""
-    return _attribute(x, name, object.__getattribute__)
+    """``object.__getattribute__(x, name)`` (``type.__getattribute__`` for a class): the
+    read as `getattr` makes it, past a ``__getattribute__`` of yours (which calls it)."""
+    return _attribute(x, name, object.__getattribute__ if not isinstance(x, type) else type.__getattribute__)
 
 
 def _attribute(x, name, read):
@@ -489,9 +495,8 @@ def _attribute(x, name, read):
         obj = x.__self__ if type(x) is super else x  # (a data descriptor of yours: what it reads)
         y, pb = forward(get, desc, obj, type(obj))
         return y, wrapping(pb, lambda d: (None, pb(d)[2], None))
-    if fields is not None and name not in fields and prop is None and not isinstance(x, type) \
-            and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
-        y, pb = forward(type(x).__getattr__, x, name)  # delegation
+    if read is getattr and delegated(x, name, fields):
+        y, pb = forward(type(x).__getattr__, x, name)
         return y, wrapping(pb, lambda d: (None, pb(d)[1], None))
     through = get is not None and name not in (fields or ())  # (before __get__ may store it there)
     y = read(x, name)
@@ -564,6 +569,18 @@ def _descriptor_of(x, name, prop, fields):
         prop = static_attribute(type(x), name) if type(x) is not super else None
     get = python_method(prop, "__get__")
     return (prop, get) if get is not None else (None, None)
+
+
+def delegated(x, name, fields) -> bool:
+    """Whether Python's ``x.name`` calls your ``__getattr__`` (a metaclass's, for a class
+    ``x``): ``name`` is none of ``x``'s ``fields`` (its ``__dict__``), nor held by its
+    class or a base (for a class, by it, its bases, its metaclass)."""
+    hook = getattr(type(x), "__getattr__", None)
+    if type(hook) is not types.FunctionType:
+        return False
+    if isinstance(x, type):
+        return not holds(x, name) and not holds(type(x), name)
+    return fields is not None and name not in fields and not holds(type(x), name)
 
 
 def is_data_descriptor(desc) -> bool:

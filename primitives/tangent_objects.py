@@ -38,7 +38,7 @@ from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current, now
 from ._tangent import consume, consume_rows, items, listed, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, is_data_descriptor, \
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, delegated, is_data_descriptor, \
     own_next, python_iterable, sized
 from .copies import PYTHON_COPIES, default_state, copied_by_python, reduce_ex_as_python
 from .mutation import array_writer
@@ -364,7 +364,7 @@ def _getattr(ts, x, name, *default):
         except AttributeError:
             return default[0], ts[2]
     own = getattr(type(x), "__getattribute__", None)
-    if type(own) is types.FunctionType and not isinstance(x, type):  # (your __getattribute__)
+    if type(own) is types.FunctionType:  # yours (a class's, for x an instance; a metaclass's)
         dx = now(x, ts[0])
         try:
             return jvp_call(own, None, (dx, None), x, name)
@@ -376,11 +376,12 @@ def _getattr(ts, x, name, *default):
     return _attribute_read(ts, x, name, getattr)
 
 
-@frule(object.__getattribute__)
+@frule(object.__getattribute__, type.__getattribute__)
 def _object_getattribute(ts, x, name):
-    """``object.__getattribute__(x, name)``: the read as `getattr` makes it, past a
-    ``__getattribute__`` of yours (which calls it)."""
-    return _attribute_read(ts, x, name, object.__getattribute__)
+    """``object.__getattribute__(x, name)`` (``type.__getattribute__`` for a class): the
+    read as `getattr` makes it, past a ``__getattribute__`` of yours (which calls it)."""
+    return _attribute_read(ts, x, name, object.__getattribute__ if not isinstance(x, type)
+                           else type.__getattribute__)
 
 
 def _attribute_read(ts, x, name, read):
@@ -405,8 +406,7 @@ def _attribute_read(ts, x, name, read):
     obj = x.__self__ if type(x) is super else x
     if get is not None and is_data_descriptor(desc):  # (yours: what its __get__ reads)
         return jvp_call(get, None, (None, dx, None), desc, obj, type(obj))
-    if read is getattr and type(fields) is dict and name not in fields and prop is None \
-            and not isinstance(x, type) and type(getattr(type(x), "__getattr__", None)) is types.FunctionType:
+    if read is getattr and delegated(x, name, fields if type(fields) is dict else None):
         return jvp_call(type(x).__getattr__, None, (dx, None), x, name)  # (getattr's: not object's)
     through = get is not None and name not in (fields if type(fields) is dict else ())  # (before __get__ stores it)
     y = read(x, name)  # (no default here: see above)

@@ -258,8 +258,7 @@ def forward(f, /, *args, **kw):
     if t is types.MethodType:
         y, pb = forward(f.__func__, f.__self__, *args, **kw)
         return y, _drop_callee(pb)
-    if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
-            not isinstance(f.__self__, (types.ModuleType, type)):
+    if c_bound(f, t):
         # a method of a C type (``xs.append``, ``xs.__delitem__``, also reached through
         # super() from an override): the rule of the unbound C method
         unbound = _c_method(f)
@@ -305,6 +304,16 @@ def _running(f):
         weakref.ref(f, lambda _, key=key: _RUNNING.pop(key, None))
     _RUNNING[key] = (code, c, ref)
     return c
+
+
+def c_bound(f, t) -> bool:
+    """Whether ``f`` (of type ``t``) is a C method bound to an object (``xs.append``),
+    or a slot of a metaclass bound to a class (``super().__getattribute__(name)`` in a
+    metaclass's ``__getattribute__``); not a module's function nor a class method."""
+    if t is not types.BuiltinMethodType and t is not types.MethodWrapperType:
+        return False
+    s = f.__self__
+    return not isinstance(s, (types.ModuleType, type)) or t is types.MethodWrapperType and isinstance(s, type)
 
 
 def _c_method(f):

@@ -139,8 +139,7 @@ def _dispatch(f, df, dargs, dkw, args, kw):
     if t is types.MethodType:
         dself = current().refresh(f.__self__, df)
         return jvp_call_kw(f.__func__, None, (dself,) + dargs, dkw, f.__self__, *args, **kw)
-    if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
-            not isinstance(f.__self__, (types.ModuleType, type)):
+    if fw.c_bound(f, t):
         unbound = fw._c_method(f)
         if unbound is fw._COUNT:
             return f(*args, **kw), None

@@ -154,9 +154,10 @@ def changeable(x) -> bool:
     """Whether global value ``x`` may be changed in place by differentiated code: a
     list, dict, array or object, an instance of a class of Python code (a model whose
     fields the code sets, before any of its class was made under differentiation), or a
-    class (through a list or array it holds)."""
+    class, whatever its metaclass (through a list or array it holds, or what the metaclass
+    computes from it when the class's attribute is read)."""
     t = type(x)
-    return t in WATCH.kinds or t is type and x.__module__ != "builtins" or \
+    return t in WATCH.kinds or isinstance(x, type) and x.__module__ != "builtins" or \
         t.__flags__ & _HEAP_TYPE and not isinstance(x, _UNCHANGED)
 
 

@@ -92,8 +92,7 @@ def _plan(f, args, kw):
                 None if c.arity == n and not kw else _Call(f, n, tuple(kw)))
     if t is types.MethodType:
         return ("self", f.__func__, f.__self__)
-    if (t is types.BuiltinMethodType or t is types.MethodWrapperType) and \
-            not isinstance(f.__self__, (types.ModuleType, type)):
+    if fw.c_bound(f, t):
         unbound = fw._c_method(f)  # (``xs.append``: the rule of ``list.append``)
         if unbound is fw._COUNT:
             return ("plain",)

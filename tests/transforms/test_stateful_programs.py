@@ -2558,6 +2558,128 @@ def test_class_attribute_store():
     finally:
         _Config.flag, _Config.count = False, 0
 
+# A class's metaclass of yours computes what a read of the class gives: the read must be
+# differentiated through it (it was read plainly, or past the metaclass's hook).
+
+class _Tripling(type):
+    def __getattribute__(cls, name):
+        v = super().__getattribute__(name)
+        return [3.0 * e for e in v] if name == "items" else v
+
+
+class _Last(type):
+    def __getattribute__(cls, name):
+        v = super().__getattribute__(name)
+        return 3.0 * v[-1] if name == "items" else v
+
+
+class _Missing(type):
+    def __getattr__(cls, name):
+        return 5.0 * type.__getattribute__(cls, "items")[-1]
+
+
+class _Summing(type):
+    @property
+    def total(cls):
+        return 4.0 * sum(cls.items)
+
+
+class _TriplesItems(metaclass=_Tripling):
+    items: list = []
+
+
+class _TriplesLast(metaclass=_Last):
+    items: list = []
+
+
+class _AnswersMissing(metaclass=_Missing):
+    items: list = []
+
+
+class _SumsItems(metaclass=_Summing):
+    items: list = []
+
+
+def _appended(cls, x):
+    type.__getattribute__(cls, "items").append(x)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, slope", [
+    (lambda x: (_appended(_TriplesItems, x), _TriplesItems.items[-1] * x)[1], 6.0),
+    (lambda x: (_appended(_TriplesLast, x), _TriplesLast.items * x)[1], 6.0),
+    (lambda x: (type.__getattribute__(_TriplesLast, "items").append(x), _TriplesLast.items * x)[1], 6.0),
+    (lambda x: (_appended(_AnswersMissing, x), _AnswersMissing.q * x)[1], 10.0),
+    (lambda x: (_appended(_SumsItems, x), _SumsItems.total * x)[1], 8.0),
+], ids=["__getattribute__, a new list", "__getattribute__, a number", "written in place here", "__getattr__",
+        "property"])
+def test_a_class_read_through_its_metaclass(f, slope):
+    # (3 x², 5 x², 4 x²: the gradient was x's through the plain read alone)
+    def fresh():  # (each call appends)
+        for cls in (_TriplesItems, _TriplesLast, _AnswersMissing, _SumsItems):
+            type.__getattribute__(cls, "items").clear()
+    x = 1.3
+    fresh()
+    assert bytegrad.gradient(f, x) == pytest.approx((slope * x,))
+    fresh()
+    assert bytegrad.jvp(f, (x,), (1.0,))[1] == pytest.approx(slope * x)
+    fresh()
+
+
+@pytest.mark.regression
+def test_a_class_attribute_set_in_forward_mode_is_read_through_the_metaclass():
+    class Tripled(type):
+        def __getattribute__(cls, name):
+            v = super().__getattribute__(name)
+            return 3.0 * v if name == "v" else v
+
+    class C(metaclass=Tripled):
+        v = 1.0
+
+    def f(x):
+        C.v = x * x
+        return C.v  # 3 x²
+    assert bytegrad.jvp(f, (2.0,), (1.0,)) == pytest.approx((12.0, 12.0))
+
+
+class _Hooked:
+    def __init__(self, w):
+        self.w = w
+
+    def __getattribute__(self, name):
+        if name == "v":
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
+
+    def __getattr__(self, name):
+        return self.w * 3.0
+
+
+class _NoneOnTheClass:
+    z = None
+
+    def __init__(self, w):
+        self.w = w
+
+    def __getattr__(self, name):
+        return self.w * 5.0
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, slope", [
+    (lambda x: _Hooked(x).v * x, 6.0),                                             # 3 x²
+    (lambda x: x * 2.0 if _NoneOnTheClass(x).z is None else _NoneOnTheClass(x).z * x, 2.0),
+], ids=["__getattr__ after your __getattribute__ raises", "a class attribute that is None"])
+def test_your_getattr_answers_where_python_calls_it(f, slope):
+    # (reverse mode raised AttributeError where Python asks __getattr__; and took a class
+    # attribute that is None for a missing one, answering with __getattr__)
+    x = 1.3
+    grad = bytegrad.gradient(f, x)[0]
+    assert grad == pytest.approx(slope if slope == 2.0 else slope * x)
+    assert bytegrad.jvp(f, (x,), (1.0,))[1] == pytest.approx(grad)
+
+
+
 class _ParamsModel:
     def __init__(self, w):
         self.params = {"w": w}
