@@ -9,6 +9,7 @@ from . import threads, processes, cluster  # noqa: F401  (after functional: as_p
 from . import taped  # noqa: F401  (its scalar paths fall back on the rules above)
 from . import compiled_scalars  # noqa: F401  (the scalar functions of the compiled tier)
 from . import tangent_python, tangent_objects, tangent_numpy  # noqa: F401  (forward rules)
+from . import special  # noqa: F401  (after all of the above: it wraps their rules for your objects)
 from . import private  # noqa: F401  (nested differentiation's writes)
 
 from ..runtime.nesting import second_order_rules  # noqa: E402

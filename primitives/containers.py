@@ -371,10 +371,10 @@ def _reversed(xs):
 
 
 @rule(dict.items)
-def _items(d):
-    keys = list(d)
-    y = list(d.items())
-    _taken(y, (d,), lambda i: _same(d.get(keys[i]), y[i][1]))
+def _items(d):  # (dict's own methods, not a subclass's overrides, which may call this one)
+    keys = list(dict.keys(d))
+    y = list(dict.items(d))
+    _taken(y, (d,), lambda i: _same(dict.get(d, keys[i]), y[i][1]))
     return y, lambda g: (None, {k: None if gi is None else gi[1] for k, gi in zip(keys, g)})
 
 
@@ -406,9 +406,9 @@ def _get(d, k, default=None):
 
 @rule(dict.values)
 def _values(d):
-    keys = list(d)
-    y = list(d.values())
-    _taken(y, (d,), lambda i: _same(d.get(keys[i]), y[i]))
+    keys = list(dict.keys(d))
+    y = list(dict.values(d))
+    _taken(y, (d,), lambda i: _same(dict.get(d, keys[i]), y[i]))
     return y, lambda g: (None, dict(zip(keys, g)))
 
 
@@ -632,6 +632,9 @@ def _store_global(name, value):
     # the functions that read the global take it as a constant: its gradient would be lost
     g = user_frame().f_globals
     if g.get(name) is value:  # (``global a; a += x`` on an array: changed in place, not rebound)
+        return value, nograd(2)
+    if not is_differentiable(value):  # (a count, a flag: no gradient to lose)
+        g[name] = value
         return value, nograd(2)
     file, line = user_location()
     raise NotImplementedError(

@@ -303,15 +303,15 @@ def _reversed(ts, xs):
 
 
 @frule(dict.items)
-def _items(ts, d):
-    y = list(d.items())
-    return y, None if ts[0] is None else [(None, ts[0].get(k)) for k in d]
+def _items(ts, d):  # (dict's own, not a subclass's override, which may call this one)
+    y = list(dict.items(d))
+    return y, None if ts[0] is None else [(None, ts[0].get(k)) for k, _ in y]
 
 
 @frule(dict.values)
 def _values(ts, d):
-    y = list(d.values())
-    return y, None if ts[0] is None else [ts[0].get(k) for k in d]
+    y = list(dict.values(d))
+    return y, None if ts[0] is None else [ts[0].get(k) for k in dict.keys(d)]
 
 
 @frule(dict.get)

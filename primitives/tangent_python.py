@@ -44,7 +44,7 @@ def _objects(a, b) -> bool:
     return not (isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS))
 
 
-def _dunder(name, rname, op):
+def by_methods(name, rname, op):
     """The forward rule of binary operator ``op`` on objects: ``type(a).name(a, b)``
     (a Python method, differentiated), else ``type(b).rname(b, a)``."""
     def fr(ts, a, b):
@@ -61,7 +61,7 @@ def _dunder(name, rname, op):
 def _arith(op, name, rname, numbers, sequences=None):
     """The forward rule of ``op``: ``numbers(ts, a, b, y)`` for numbers and arrays,
     ``sequences(ts, a, b, y)`` for lists and tuples, else the Python methods."""
-    objects = _dunder(name, rname, op)
+    objects = by_methods(name, rname, op)
 
     @frule(op)
     def fr(ts, a, b):

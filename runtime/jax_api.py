@@ -82,7 +82,8 @@ def _checked(p, t, where):
     if isinstance(p, (tuple, list)):
         if not isinstance(t, (tuple, list)) or len(t) != len(p):
             raise ValueError(f"{where} must be a tuple or list of {len(p)} tangents, like its primal")
-        return type(t)([_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t))])
+        items = [_checked(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(p, t))]
+        return tuple(items) if isinstance(t, tuple) else items  # (a named tuple's fields in order)
     if isinstance(p, dict):
         if not isinstance(t, dict) or not t.keys() <= p.keys():
             raise ValueError(f"{where} must be a dict with keys among its primal's {list(p)}")

@@ -58,7 +58,7 @@ and their tangents are real scalars, block 5 elsewhere:
       %18 = getattr(math, 'sin')                     # line 3
       %19 = ops.resolved(%18, math.sin, 'math.sin')  # line 3
       %20 = ops.build_tuple(%5)                      # line 3
-      %21 = tangent_python.frule[math.sin](%20, %2)  # line 3
+      %21 = special.frule[math.sin](%20, %2)         # line 3
       %22 = ops.unpack(%21, 2)                       # line 3
       %23 = operator.getitem(%22, 0)                 # line 3
       %24 = operator.getitem(%22, 1)                 # line 3

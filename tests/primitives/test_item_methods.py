@@ -129,6 +129,26 @@ def test_getitem_through_super_in_a_dict_subclass():
     assert bytegrad.gradient(lambda x, d: d["a"] * x, 2.0, d) == (6.0, {"a": 4.0})
 
 
+class _Doubling(dict):
+    def values(self):
+        return [v * 2.0 for v in dict.values(self)]
+
+    def items(self):
+        return [(k, v * 3.0) for k, v in dict.items(self)]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, k", [(lambda d, x: sum(d.values()) * x * d["a"], 2.0),
+                                  (lambda d, x: sum(v for _, v in d.items()) * x * d["a"], 3.0)],
+                         ids=["values", "items"])
+def test_a_dict_subclass_whose_values_or_items_call_dicts_own(f, k):
+    # (dict's rules called the override again: a doubled value and tangent in forward
+    # mode; reverse mode refused, saying the loop changed the dict)
+    d, x = _Doubling(a=0.5), 1.3
+    assert bytegrad.jvp(f, (d, x), (None, 1.0)) == pytest.approx((f(d, x), k * 0.5 * 0.5))
+    assert bytegrad.gradient(f, d, x) == ({"a": pytest.approx(2 * k * 0.5 * x)}, pytest.approx(k * 0.25))
+
+
 @pytest.mark.regression
 def test_getitem_through_super_in_a_list_subclass_is_refused_clearly():
     l = _LS([3.0, 4.0])

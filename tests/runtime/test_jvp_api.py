@@ -3,7 +3,9 @@
 errors, and inputs left as they were."""
 from __future__ import annotations
 
+import collections
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -69,6 +71,28 @@ def test_jvp_of_pytrees():
     pre = W @ x
     np.testing.assert_allclose(dy["out"], (1 - np.tanh(pre) ** 2) * (tw @ x), rtol=1e-12)
     assert dy["reg"] == pytest.approx(2 * np.sum(W * tw))
+
+
+class _Point(typing.NamedTuple):
+    a: float
+    b: float = 1.5
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("kind", [_Point, _Pair], ids=["typing.NamedTuple", "collections.namedtuple"])
+def test_jvp_takes_a_named_tuple_tangent(kind):
+    # (a NamedTuple tangent was rebuilt as kind([da, db]): field a held both, b its
+    # default, a wrong jvp; collections' raised TypeError)
+    def f(p):
+        return 2.0 * p.b * p.a * p.a
+    p, t = kind(0.5, 0.8), kind(1.0, 10.0)
+    slope = 2.0 * (t.b * p.a ** 2 + 2 * p.b * p.a * t.a)
+    assert jvp(f, (p,), (t,))[1] == pytest.approx(slope)
+    assert jvp(lambda ps: f(ps[0]), ([p],), ([t],))[1] == pytest.approx(slope)
+    assert tuple(bytegrad.hvp(f, (p,), (t,))) == pytest.approx((4 * p.b * t.a + 4 * p.a * t.b, 4 * p.a * t.a))
 
 
 @pytest.mark.parametrize("primals, tangents, err, match", [

@@ -2680,6 +2680,22 @@ def test_your_getattr_answers_where_python_calls_it(f, slope):
 
 
 
+_CALLS = 0
+
+
+@pytest.mark.regression
+def test_a_global_count_stored_in_the_call():
+    # (an int stored in a global was refused as a value that carries a gradient)
+    def f(x):
+        global _CALLS
+        _CALLS += 1
+        return x * x
+    before = _CALLS
+    assert bytegrad.gradient(f, 1.5) == (3.0,)
+    assert bytegrad.jvp(f, (1.5,), (1.0,)) == (2.25, 3.0)
+    assert _CALLS == before + 2
+
+
 class _ParamsModel:
     def __init__(self, w):
         self.params = {"w": w}
