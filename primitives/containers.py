@@ -617,7 +617,7 @@ def _computed(x, name, prop):
 
 
 nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, repr, str, format,
-                  bool, callable, hasattr, slice, any, all,
+                  bool, callable, hasattr, slice, slice.indices, any, all,
                   ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
                   ops.import_name, ops.import_from, ops.not_contains, ops.delete_global,
                   ops.match_sequence, ops.match_mapping,

@@ -112,6 +112,17 @@ def accumulate(shape, dtype, k, d):
     return g
 
 
+def _as_read(k):
+    """Index ``k`` as the read used it: its arrays and lists copied, for a pullback that
+    reads it later, after the reverse pass has undone a write into them that came before
+    the read (the gradient went where the index pointed before that write)."""
+    if type(k) is tuple:
+        return tuple([_as_read(i) for i in k]) if any(type(i) is np.ndarray or type(i) is list for i in k) else k
+    if type(k) is np.ndarray:
+        return k.copy() if k.flags.writeable else k
+    return np.array(k) if type(k) is list else k
+
+
 def getitem_pullback(x, k):
     """The pullback of ``x[k]`` for an array ``x`` (any index but a scalar one).
 
@@ -120,6 +131,7 @@ def getitem_pullback(x, k):
     ``x[i:i + w]`` costs O(w) a step, not O(len(x))."""
     if x.dtype.kind not in "fc":
         return nograd(2)
+    k = _as_read(k)
     if not repeats(k):
         if x.dtype.kind == "f":
             return lambda d: (None, OneHot(x, k, d.real if np.iscomplexobj(d) else d), None)

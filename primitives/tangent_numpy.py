@@ -17,17 +17,61 @@ here get one derived from the reverse rule (`runtime.frules.derived`).
 from __future__ import annotations
 
 import functools
+import types
 
 from ._frozen import np
 
 from ..runtime.frules import FRULES, derived, frule, zero_tangent
+from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import lifted_frule, reduction_frule_in_reverse
 from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
+from .arrays import _CONVERTER, _overridden, array_function
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
-from .np_reductions import kshape, norm_gradient, norm_kind
+from .np_reductions import _axes, kshape, norm_gradient, norm_kind
 from .operators import _log
+
+# -- NumPy functions in Python ----------------------------------------------------------
+
+@frule(array_function)
+def _array_function(ts, f, *args, **kw):
+    """A NumPy function without a rule whose implementation is Python code (``np.delete``,
+    ``np.insert``): that code in forward mode, as reverse mode differentiates it.  (The
+    rule derived from the reverse one ran the reverse pass per element, which undid the
+    implementation's writes into the array it returns: a value of uninitialized memory.)"""
+    impl = getattr(f, "_implementation", None)
+    if _overridden(args, kw) or not isinstance(impl, types.FunctionType):
+        return derived(array_function, record_of(array_function))(ts, f, *args, **kw)
+    if len(ts) > len(args) + 1:  # (the keyword arguments' tangents, last: `keyword_tangents`)
+        return jvp_call_kw(impl, None, ts[1:-1], ts[-1], *args, **kw)
+    return jvp_call(impl, None, ts[1:], *args, **kw)
+
+
+_array_function.keyword_tangents = True
+
+
+if _CONVERTER is not None:  # (how that code takes its arguments: a tuple of their tangents)
+    @frule(_CONVERTER)
+    def _converter(ts, *xs):
+        y = _CONVERTER(*xs)
+        if zero_tangent(ts):
+            return y, None
+        return y, tuple([None if t is None else FRULES[np.asarray]((t,), x)[1] for x, t in zip(xs, ts)])
+
+    @frule(_CONVERTER.as_arrays)
+    def _as_arrays(ts, c, **kw):
+        return c.as_arrays(**kw), ts[0]
+
+    @frule(_CONVERTER.__getitem__)
+    def _converted(ts, c, i):
+        return c[i], None if ts[0] is None else ts[0][i]
+
+    @frule(_CONVERTER.wrap)
+    def _wrap(ts, c, a, **kw):
+        y = c.wrap(a, **kw)
+        return y, None if ts[1] is None else np.reshape(ts[1], np.shape(y))
+
 
 # -- elementwise ---------------------------------------------------------------------
 
@@ -345,53 +389,60 @@ def _norm(ts, x, ord=None, axis=None, keepdims=False):
 
 
 @frule(np.einsum)
-def _einsum(ts, subscripts, *operands, **kw):
-    y = np.einsum(subscripts, *operands, **kw)
+def _einsum(ts, *args, **kw):
+    """Each operand with a tangent, wherever it is: after the subscripts, or first and then
+    every other argument in the sublist form ``np.einsum(x, [0, 1], y, [1, 2], [0, 2])``
+    (the subscripts and sublists have no tangent)."""
+    y = np.einsum(*args, **kw)
     out = None
-    for i, d in enumerate(ts[1:]):
-        if d is not None:
-            ops = list(operands)
+    for i, d in enumerate(ts):
+        if not zero_tangent(d):
+            ops = list(args)
             ops[i] = d
-            out = plus(out, np.einsum(subscripts, *ops, **kw))
+            out = plus(out, np.einsum(*ops, **kw))
     return y, out
 
 
 # -- reductions that are not linear -----------------------------------------------------------
 
-def _extremum(f, arg):
+def _extremum(f):
+    """The forward rule of ``f``, a max or a min: the mean of the tangents of the tied
+    extrema (of the NaNs, for a NaN result), as the reverse rule splits the gradient
+    equally among them; so jacfwd is jacrev."""
     def fr(ts, x, axis=None, out=None, keepdims=False, *rest, **kw):
         y = f(x, axis, out, keepdims, *rest, **kw)
         d = ts[0]
         if d is None:
             return y, None
-        x, d = np.asarray(x), dense(d, x)
-        if axis is None:
-            dy = d.reshape(-1)[arg(x)]
-            return y, np.reshape(dy, (1,) * x.ndim) if keepdims else dy
-        if isinstance(axis, tuple):
-            raise NotImplementedError(f"forward mode: numpy.{f.__name__} over several axes")
-        k = np.expand_dims(arg(x, axis), axis)
-        dy = np.take_along_axis(d, k, axis)
-        return y, dy if keepdims else np.squeeze(dy, axis)
+        x = np.asarray(x)
+        yk = f(x, axis, keepdims=True)
+        tied = (x == yk) | np.isnan(x) & np.isnan(yk)
+        dy = np.sum(np.where(tied, dense(d, x), 0), axis, keepdims=keepdims)
+        return y, dy / np.sum(tied, axis, keepdims=keepdims)
     return fr
 
 
-for _f in (np.max, np.amax, np.ndarray.max):
-    with_constants(_f, _extremum(_f, np.argmax), _REDUCE_EXTRA(4))
-for _f in (np.min, np.amin, np.ndarray.min):
-    with_constants(_f, _extremum(_f, np.argmin), _REDUCE_EXTRA(4))
+for _f in (np.max, np.amax, np.ndarray.max, np.min, np.amin, np.ndarray.min):
+    with_constants(_f, _extremum(_f), _REDUCE_EXTRA(4))
 
 
 @frule(np.var, np.ndarray.var)
 def _var(ts, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    """``where=`` (the elements counted), ``correction=`` (``ddof``) and a constant
+    ``mean=`` (the center: a mean given is no mean of the tangent) as NumPy reads them."""
     y = np.var(x, axis, dtype, out, ddof, keepdims, **kw)
     if ts[0] is None:
         return y, None
-    x = np.asarray(x)
-    n = x.size // max(np.size(np.mean(x, axis)), 1)
-    c = x - np.mean(x, axis, keepdims=True)
-    dc = ts[0] - np.mean(ts[0], axis, keepdims=True)
-    return y, 2 * np.sum(np.real(np.conj(c) * dc), axis, keepdims=keepdims) / (n - ddof)
+    x, d = np.asarray(x), dense(ts[0], x)
+    w = np.broadcast_to(kw.get("where", True), x.shape)
+    n = np.sum(w, axis, keepdims=keepdims)
+    if "mean" in kw:
+        c, dc = x - kw["mean"], d
+    else:
+        c = x - np.mean(x, axis, keepdims=True, where=w)
+        dc = d - np.mean(d, axis, keepdims=True, where=w)
+    s = np.sum(np.real(np.conj(c) * dc), axis, keepdims=keepdims, where=w)
+    return y, 2 * s / (n - kw.get("correction", ddof))
 
 
 @frule(np.std, np.ndarray.std)
@@ -411,17 +462,57 @@ def _prod(ts, x, axis=None, dtype=None, out=None, keepdims=False, *rest, **kw):
         return y, None
     x = np.asarray(x)
     if np.any(x == 0):  # each element's cofactor without dividing by it
-        moved = np.moveaxis(x, axis, -1) if axis is not None else x.reshape(-1)
-        dm = np.moveaxis(d, axis, -1) if axis is not None else np.asarray(d).reshape(-1)
-        n = moved.shape[-1]
-        cof = np.stack([np.prod(np.delete(moved, i, -1), -1) for i in range(n)], -1)
+        axes = _axes(axis, x.ndim)
+        kept = tuple([n for i, n in enumerate(x.shape) if i not in axes])
+        moved = np.moveaxis(x, axes, range(-len(axes), 0)).reshape(kept + (-1,))  # (reduced: one last axis)
+        dm = np.moveaxis(dense(d, x), axes, range(-len(axes), 0)).reshape(kept + (-1,))
+        others = np.where(np.eye(moved.shape[-1], dtype=bool), 1, moved[..., None, :])  # (row i: x_i as 1)
+        cof = np.prod(others, -1)
         dy = np.sum(cof * dm, -1)
-        return y, np.expand_dims(dy, axis if axis is not None else tuple(range(x.ndim))) if keepdims else dy
+        return y, np.reshape(dy, kshape(x.shape, axes)) if keepdims else dy
     return y, np.sum(d * (np.prod(x, axis, keepdims=True) / x), axis, keepdims=keepdims)
 
 
 for _f in (np.prod, np.ndarray.prod):
     with_constants(_f, _prod, _REDUCE_EXTRA(5))
+
+
+# -- the nan* reductions: NaNs ignored ------------------------------------------------------
+
+def _ignoring_nan(nanf, base, fill, where):
+    """Register the forward rule of ``nanf``: ``base`` (a forward rule with the same
+    positional parameters: of the reduction ``nanf`` is once its NaNs are replaced by
+    ``fill`` and, if ``where``, masked out with ``where=``) on that input, the NaNs'
+    tangents zero, as in the reverse rule: NumPy skips a NaN, and so its tangent, which
+    may be NaN too (``d(x ** 2)`` where x is NaN).  The value is ``nanf``'s own."""
+    @frule(nanf)
+    def fr(ts, x, *args, **kw):
+        y = nanf(x, *args, **kw)
+        if zero_tangent(ts):
+            return y, None
+        nan = np.isnan(x)
+        if where:
+            kw = {**kw, "where": ~nan & np.asarray(kw.get("where", True))}
+        ts = (None if ts[0] is None else np.where(nan, 0, ts[0]),) + tuple(ts[1:])
+        return y, base(ts, np.where(nan, fill, x), *args, **kw)[1]
+    return fr
+
+
+def _mean_of_tangent(ts, x, *args, **kw):
+    """The tangent of np.mean, linear: the mean of the tangent, with the same where=.  (Given
+    where=, np.mean's own rule derives it from the reverse rule, a pullback per element.)"""
+    return None, np.mean(ts[0], *args, **kw)
+
+
+for _nanf, _base, _fill, _where in (
+        (np.nansum, FRULES[np.sum], 0, False), (np.nanprod, FRULES[np.prod], 1, False),
+        (np.nanmax, FRULES[np.max], -np.inf, False), (np.nanmin, FRULES[np.min], np.inf, False),
+        (np.nanmean, _mean_of_tangent, 0, True), (np.nanvar, _var, 0, True), (np.nanstd, _std, 0, True),
+        (np.nancumsum, FRULES[np.cumsum], 0, False),
+        (np.nancumprod, derived(np.cumprod, record_of(np.cumprod)), 1, False),
+        *((_f, derived(_f, record_of(_f)), np.nan, False)  # (their own, on the NaNs kept)
+          for _f in (np.nanmedian, np.nanquantile, np.nanpercentile))):
+    _ignoring_nan(_nanf, _base, _fill, _where)
 
 
 # -- linear algebra -------------------------------------------------------------------------
@@ -470,7 +561,8 @@ def _cholesky(ts, a, *rest, **kw):
     if ts[0] is None:
         return y, None
     inv_l = np.linalg.inv(y)
-    m = inv_l @ ts[0] @ np.conj(np.swapaxes(inv_l, -1, -2))
+    da = (ts[0] + np.conj(np.swapaxes(ts[0], -1, -2))) / 2  # (the Hermitian part: f((a + a^H) / 2))
+    m = inv_l @ da @ np.conj(np.swapaxes(inv_l, -1, -2))
     phi = np.tril(m, -1) + 0.5 * m * np.eye(m.shape[-1])
     return y, y @ phi
 

@@ -118,7 +118,8 @@ def _getitem(ts, x, k):
                 current().raised[id(e)] = (e, user_location(), (k,), (ts[1],))
             raise
         return y, _read(y, _item(x, now(x, ts[0]), k))
-    return x[k], None
+    fr = FRULES.get(m)  # (a C type's own: NumPy's _array_converter)
+    return fr(ts, x, k) if fr is not None else (x[k], None)
 
 
 _getitem.dual = True  # (an array's element: ``x[k]``, ``dx[k]``; a fresh value is in no shadow)

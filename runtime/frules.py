@@ -117,6 +117,7 @@ def _derive(f, r):
         if not all(map(_real, parts)) or not all(_real(a) for a, t in zip(args, tangents) if t is not None):
             raise NoForwardRuleError(f, "its forward rule is derived from its reverse rule only "
                                         "for real floats and real arrays")
+        made = [(p, p.copy()) for p in parts if type(p) is np.ndarray and p.flags.writeable]
         seeds = [np.zeros(np.shape(p), np.result_type(np.asarray(p).dtype, np.float64)) for p in parts]
         dys = [np.empty_like(s) for s in seeds]
         for j, (seed, dy) in enumerate(zip(seeds, dys)):
@@ -126,6 +127,8 @@ def _derive(f, r):
                 # (read before the seed changes: a pullback may compute its gradients when read)
                 dy.flat[k] = sum(inner(g[i + 1], t) for i, t in enumerate(tangents) if t is not None)
                 seed.flat[k] = 0.0
+        for p, value in made:  # (a pullback undoes the writes into what it made: they are done again)
+            p[...] = value
         dys = [dy if isinstance(p, np.ndarray) else type(p)(dy[()]) if isinstance(p, float) else dy[()]
                for dy, p in zip(dys, parts)]
         if not isinstance(y, tuple):

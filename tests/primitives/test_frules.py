@@ -175,3 +175,16 @@ def test_elementwise_forward_rules_on_random_inputs(xs, seed):
     for f in (np.sin, np.tanh, np.exp, np.arctan, np.cosh, np.square):
         _, dy = FRULES[f]((v,), x)
         np.testing.assert_allclose(dy, _jvp_fd(f, [x], [v]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.regression
+def test_a_derived_forward_rule_gives_the_value_its_reverse_rule_computed():
+    # (the pullbacks the derived rule calls undid the writes into the array the function
+    # made: np.delete's value was uninitialized memory)
+    from bytegrad.primitives.arrays import array_function
+    from bytegrad.runtime.frules import derived
+    from bytegrad.runtime.rules import record_of
+    x, v = np.array([0.3, 0.5, -0.2, 0.9]), np.array([1.0, 2.0, 3.0, 4.0])
+    fr = derived(array_function, record_of(array_function))
+    y, dy = fr((None, v, None), np.delete, x, 0)
+    assert y.tolist() == [0.5, -0.2, 0.9] and dy.tolist() == [2.0, 3.0, 4.0]

@@ -303,3 +303,24 @@ def test_partition_follows_the_permutation():
     check_rule(in_place, x)
     g, = bytegrad.gradient(lambda x: np.partition(x, 1)[1], np.array([3.0, 1.0, 2.0]))
     assert np.array_equal(g, [0, 0, 1])  # the second smallest
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("write", ["mask", "integers", "list"])
+def test_an_index_is_taken_as_the_read_used_it(write):
+    # (the pullback read the index when the gradient was laid out, after the reverse pass
+    # had undone the writes that made it: the gradient went where it pointed before them)
+    def f(x):
+        if write == "mask":
+            k = np.array([True, True, False, False])
+            k[[0, 1]] = False
+            k[[2, 3]] = True
+        elif write == "integers":
+            k = np.array([0, 1])
+            k[:] = [2, 3]
+        else:
+            k = [0, 1]
+            k[0], k[1] = 2, 3
+        return np.sum(x[k] ** 3)
+    x = np.array([0.3, 0.5, -0.2, 0.9])
+    assert bytegrad.gradient(f, x)[0] == pytest.approx(np.array([0.0, 0.0, 3 * 0.04, 3 * 0.81]))

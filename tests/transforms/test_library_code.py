@@ -14,7 +14,7 @@ import scipy.stats
 
 import bytegrad
 
-from checks import check_grad
+from checks import check_grad, fd_directional
 
 X = np.array([1.2, 0.7, -0.3, 0.4])
 
@@ -80,8 +80,7 @@ def _put(x, y):
     return np.sum(a ** 2)
 
 
-@pytest.mark.regression
-@pytest.mark.parametrize("f, args", [
+_IN_PYTHON = [
     (lambda x: np.sum(np.vander(x, 3) * np.arange(9.0).reshape(3, 3)), (_X,)),
     (lambda x, y: np.sum(np.block([x, y]) ** 3), (_X, _Y)),
     (lambda x, y: np.sum(np.block([[x[:2], y], [y, x[1:]]]) * np.arange(8.0).reshape(2, 4)), (_X, _Y)),
@@ -96,14 +95,35 @@ def _put(x, y):
     (lambda x, y: np.sum(np.insert([x[0], x[1]], 0, y) ** 3), (_X, _Y)),
     (lambda x: np.sum(np.delete(x, 1) ** 2), (_X,)),
     (lambda x, y: np.sum(np.apply_along_axis(lambda r: r * r[0], 0, np.outer(x, y))), (_X, _Y)),
-], ids=["vander", "block", "block-2d", "logspace", "geomspace", "vector_norm", "matrix_norm",
-        "array_wrap", "tensorinv", "put_along_axis", "insert", "insert-list", "delete", "apply_along_axis"])
+    (lambda x: np.sum(np.delete(x, [0, 2]) ** 3 + np.delete(x, slice(0, 3, 2)) ** 2), (_X,)),
+    (lambda x: np.sum(np.sin(np.delete(x, 0))), (_X,)),
+]
+_IN_PYTHON_IDS = ["vander", "block", "block-2d", "logspace", "geomspace", "vector_norm", "matrix_norm",
+                  "array_wrap", "tensorinv", "put_along_axis", "insert", "insert-list", "delete",
+                  "apply_along_axis", "delete-list-slice", "delete-first"]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args", _IN_PYTHON, ids=_IN_PYTHON_IDS)
 def test_numpy_functions_written_in_python_are_entered(f, args):
     """A NumPy function with no rule whose implementation is Python code is differentiated
     through it (NoRuleError said "no Python bytecode": the dispatcher is C); np.block's
     C np.concatenate has np.concatenate's rule; ndarray.__array_wrap__ (tensorsolve's) and the
     _array_converter that np.insert and np.apply_along_axis take their arguments through have rules."""
     check_grad(f, *args)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f, args", _IN_PYTHON, ids=_IN_PYTHON_IDS)
+def test_numpy_functions_written_in_python_in_forward_mode(f, args):
+    """The same code in forward mode.  (Its rule was derived from the reverse one, whose
+    pullback undid the writes into the array np.delete returns: a value of uninitialized
+    memory; the _array_converter had no forward rule.)"""
+    rng = np.random.default_rng(3)
+    vs = [rng.standard_normal(np.shape(a)) for a in args]
+    y, dy = bytegrad.jvp(f, args, tuple(vs))
+    assert y == pytest.approx(f(*args))
+    assert dy == pytest.approx(fd_directional(f, args, vs), rel=1e-5, abs=1e-7)
 
 
 @pytest.mark.regression
