@@ -411,7 +411,9 @@ class _Lifter:
         stack.append(self.emit(ops.match_keys, stack[-2], stack[-1]))
 
     def op_POP_TOP(self, arg, stack, env, bb):
-        stack.pop()
+        x = stack.pop()
+        if isinstance(x, Global):  # (its NameError is kept)
+            self.emit(ops.read_global, x)
 
     def op_COPY(self, arg, stack, env, bb):
         stack.append(stack[-arg])

@@ -437,6 +437,13 @@ def delete_global(name):
     del sys._getframe(1).f_globals[name]
 
 
+def read_global(x):
+    """``%2 = ops.read_global(g)``: a global read whose value goes unused (``g`` alone on a
+    line), kept as a statement: the emitted code loads ``g``, and so raises NameError where
+    Python would (a ``try`` may be testing for it).  Python's ``LOAD_GLOBAL g; POP_TOP``.
+    Its value is None: nothing uses it."""
+
+
 def import_name(name, fromlist, level):
     f = sys._getframe(1)
     return __import__(name, f.f_globals, None, fromlist, level)

@@ -434,9 +434,17 @@ def _list_extend(xs, ys):
 
 @rule(ops.map_add)
 def _map_add(m, k, v):
-    had = k in m
+    had, sh = k in m, current()
     ops.map_add(m, k, v)
-    return m, lambda d: (None, {kk: g for kk, g in d.items() if kk != k or had}, None, d.get(k))
+
+    def back(d):
+        if id(m) in sh.mutated:  # changed in place later (a 3.12 comprehension's dict is the
+            sh.add(m, d)  # function's own local): the value's gradient is in the shadow
+            return None, None, None, sh.entry(m, dict).pop(k, None)
+        if d is None:
+            return None, None, None, None
+        return None, {kk: g for kk, g in d.items() if kk != k or had}, None, d.get(k)
+    return m, Effect(back)
 
 
 @rule(ops.apply)
@@ -618,7 +626,7 @@ def _computed(x, name, prop):
 
 nondifferentiable(len, range, isinstance, issubclass, type, id, hash, print, repr, str, format,
                   bool, callable, hasattr, slice, slice.indices, any, all,
-                  ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from,
+                  ops.format_value, ops.build_string, ops.unbound_local, ops.raise_from, ops.read_global,
                   ops.import_name, ops.import_from, ops.not_contains, ops.delete_global,
                   ops.match_sequence, ops.match_mapping,
                   np.shape, np.ndim, np.size)

@@ -894,6 +894,14 @@ for _make in (ops.build_set, set, frozenset):
     _set_maker(_make)
 
 
+@frule(ops.set_add)
+def _set_add(ts, s, x):
+    """A set comprehension's item: refused with a tangent, as a set display's."""
+    if ts[1] is not None:
+        raise _unsupported("a set of differentiable values (a set comprehension)", "; use a list or tuple")
+    return ops.set_add(s, x), None
+
+
 # (what they do with a tangent is right for a batch of them: runtime/batching.py)
 batches(_build_tuple, _build_list, _list_to_tuple, _build_dict, _identity, _getitem, _unpack, _iter,
         _index_iter, _iterate, _next, _reversed, _items, _values, _get, _getattr, _object_getattribute, FRULES[list], FRULES[tuple],

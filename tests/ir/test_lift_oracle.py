@@ -1406,6 +1406,15 @@ def generator_send_yield_from_return(n):
     return out
 
 
+@case((0.7,), (-2.0,))
+def a_missing_global_alone_on_a_line(x):
+    try:
+        _a_name_no_module_defines  # noqa: B018, F821  (NameError, which the handler tests for)
+        return x * 100.0
+    except NameError:
+        return x * 2.0
+
+
 @case(([1.5, -2.0, 3.0],), ([],))
 def generator_with_try_finally_and_close(xs):
     log = []

@@ -432,3 +432,24 @@ def test_constants_read_out_of_exceptions_are_constants(f, dfda):
     # (a check of how the exception was raised refused these, in both modes)
     assert check_grad(f, 1.3) == (pytest.approx(dfda),)
     assert bytegrad.jvp(f, (1.3,), (1.0,))[1] == pytest.approx(dfda)
+
+
+@pytest.mark.regression
+def test_a_global_alone_on_a_line_raises_its_name_error():
+    # (the read was dropped: the try's body went on, a wrong value and gradient; without
+    # a try, no NameError)
+    def probe(x):
+        try:
+            _a_name_no_module_defines  # noqa: B018, F821
+            return x * 100.0
+        except NameError:
+            return x * 2.0
+
+    def bare(x):
+        _a_name_no_module_defines  # noqa: B018, F821
+        return x
+    assert bytegrad.value_and_grad(probe)(0.7) == pytest.approx((1.4, 2.0))
+    assert bytegrad.jvp(probe, (0.7,), (1.0,)) == pytest.approx((1.4, 2.0))
+    with pytest.raises(NameError, match="_a_name_no_module_defines"):
+        bytegrad.grad(bare)(0.7)
+
