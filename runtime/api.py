@@ -12,7 +12,7 @@ import numpy as np
 
 from . import computing, mutation, shadow
 from .algebra import unwrap
-from .errors import NotScalarError
+from .errors import NotScalarError, full_name
 from .forward import Variant, call_function, compiled, forward
 from .generators import Generator
 
@@ -27,8 +27,25 @@ def pullback(f: Callable[..., Any], /, *args: Any, wrt: Sequence[int] | None = N
 
     ``wrt`` (indices of positional arguments, negative ones from the end) names the
     gradients wanted; the others are None and, when ``f`` is a plain function, not
-    computed at all.
+    computed at all.  The output's arrays are the caller's own (``back`` keeps those it
+    computed with); an array of the arguments changed in place before ``back`` is called
+    is refused (the gradient would be taken at another point).
     """
+    y, back = pullback_at(f, args, wrt, kw)
+    left = [(a, a.copy()) for a in _arrays_in(args, _DEPTH)]  # (as the call left them, as each back does)
+
+    def guarded(dy):
+        if any(not np.array_equal(a, c, equal_nan=a.dtype.kind in "fc") for a, c in left):
+            raise ValueError(f"an argument of {full_name(f)} was changed in place after its pullback "
+                             f"was made, so the gradient would be taken at another point; call the "
+                             f"pullback first, or change a copy (a = a.copy())")
+        return back(dy)
+    args_memory = {id(shadow.root(a)) for a in _arrays_in(args, _DEPTH)}
+    return _handed(y, args_memory, _DEPTH), guarded
+
+
+def pullback_at(f, args, wrt, kw):
+    """`pullback` for callers that hand it neither the output nor the arguments."""
     with _COMPUTING:
         y, reverse = _pullback(f, args, wrt, kw)
 
@@ -37,6 +54,34 @@ def pullback(f: Callable[..., Any], /, *args: Any, wrt: Sequence[int] | None = N
         with _COMPUTING:
             return reverse(dy)
     return y, back
+
+
+def _handed(y, args_memory, depth):
+    """``y`` with its arrays copied (in tuples, lists and dicts), but for views of the
+    arguments (NumPy's ``x[1:]`` is one; a change of it, an argument's, is refused)."""
+    if type(y) is np.ndarray:
+        return y if id(shadow.root(y)) in args_memory else y.copy()
+    if not depth:
+        return y
+    if type(y) is list or type(y) is tuple:
+        return type(y)([_handed(v, args_memory, depth - 1) for v in y])
+    if isinstance(y, tuple) and hasattr(y, "_fields"):
+        return type(y)(*[_handed(v, args_memory, depth - 1) for v in y])
+    if type(y) is dict:
+        return {k: _handed(v, args_memory, depth - 1) for k, v in y.items()}
+    return y
+
+
+def _arrays_in(x, depth):
+    """The arrays in ``x``, its tuples, lists and dicts."""
+    if type(x) is np.ndarray:
+        yield x
+    elif depth and isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _arrays_in(v, depth - 1)
+    elif depth and isinstance(x, dict):
+        for v in x.values():
+            yield from _arrays_in(v, depth - 1)
 
 
 def _check_seed(dy, y, at):
@@ -58,6 +103,14 @@ def _check_seed(dy, y, at):
                 raise ValueError(f"the seed{at} has the key {k!r}, which the output{at} lacks "
                                  f"(its keys: {list(y)})")
             _check_seed(d, y[k], f"{at}[{k!r}]")
+    elif (fields := _fields_of(y)) is not None:  # an object of yours: a dict of its fields' seeds
+        if not isinstance(dy, dict):
+            _bad_seed(dy, y, at, ValueError)
+        for k, d in dy.items():
+            if k not in fields:
+                raise ValueError(f"the seed{at} has the field {k!r}, which the output{at} lacks "
+                                 f"(its fields: {list(fields)})")
+            _check_seed(d, fields[k], f"{at}.{k}")
     elif type(dy) is type(y) and (type(y) is not np.ndarray or dy.shape == y.shape and
                                   (dy.dtype.kind != "c" or y.dtype.kind == "c")):
         return  # (the usual seed, of the output's own kind: checked without NumPy calls)
@@ -69,6 +122,22 @@ def _check_seed(dy, y, at):
 
 
 _VALUES = (np.ndarray, numbers.Number, np.generic)
+
+
+def _fields_of(y):
+    """The fields of ``y``, an object of a class of Python code, by name; else None."""
+    t = type(y)
+    if not t.__flags__ & _HEAP_TYPE or isinstance(y, (*_VALUES, str, bytes, BaseException, type, types.FunctionType)):
+        return None
+    fields = dict(vars(y)) if hasattr(y, "__dict__") else {}
+    for c in t.__mro__:
+        for name in getattr(c, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(y, name):
+                fields[name] = getattr(y, name)
+    return fields
+
+
+_HEAP_TYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class statement's, not a C type's)
 
 
 def _bad_seed(dy, y, at, kind):
@@ -85,6 +154,8 @@ def _layout_of(x):
         return f"a {x.dtype} array of shape {x.shape}"
     if isinstance(x, dict):
         return f"a dict with keys {list(x)}"
+    if _fields_of(x) is not None:
+        return f"a {type(x).__name__} (its seed: a dict of its fields' seeds, by name)"
     return f"a {type(x).__name__}"
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from . import api, batching
 from .api import _callable, grad
 from .computing import computing
-from .jax_api import _dense, _float_leaf, _held, _leaves, _pairs, forward_jacobian, jacfwd, jvp
+from .jax_api import _dense, _held, _inputs, _leaves, _pairs, _rebuild, forward_jacobian, jacfwd, jvp
 from .jvp import NESTED, NESTED_BATCHED, compiled_tangent
 from .nesting import _Along, refusing_changes
 from .tangents import TangentShadow, isolated_at
@@ -110,9 +110,11 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
         def column(a, ts):
             d = hvp(g, a, ts, argnums)
-            for leaf in _leaves(d):
-                if leaf is None:  # (no gradient there, which jacfwd of grad refuses too)
-                    _float_leaf(leaf, "hessian")
+            x = _inputs(a, argnums, "hessian")[2]
+            if any(leaf is None for leaf in _leaves(d)):  # (an input the value does not depend on: a
+                # zero block, as JAX's; its gradient is None, the one zero)
+                d = _rebuild(x, iter([np.zeros(np.shape(v), np.result_type(v, 0.0)) if leaf is None else leaf
+                                      for leaf, v in zip(_leaves(d), _leaves(x))]))
             return None, d
         return forward_jacobian(column, None, args, argnums, False, "hessian",
                                 lambda a, ts: _batched_hvp(g, a, ts, argnums), FEWEST)

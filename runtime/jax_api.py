@@ -19,7 +19,7 @@ import numpy as np
 from ..ir.ir import full_name
 from . import batching, shadow, tangents as shadows
 from .algebra import accum
-from .api import _callable, pullback
+from .api import _callable, pullback, pullback_at
 from .computing import computing
 from .jvp import VARIANTS, compiled_tangent, jvp_call
 
@@ -373,7 +373,7 @@ def forward_jacobian(column, value, args, argnums, has_aux, what, batched=None, 
     for j, leaf in enumerate(ins):
         for k in range(leaf.size):
             for o, d in enumerate(cols[at]):
-                J[o][j].reshape(outs[o].shape + (-1,))[..., k] = d
+                J[o][j].reshape(outs[o].shape + (leaf.size,))[..., k] = d  # (not -1: an empty output)
             at += 1
     out = _assemble(J, y, x, single)
     return (out, aux) if has_aux else out
@@ -464,7 +464,7 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     @functools.wraps(f)
     def jac(*args, **kw):  # (keyword arguments pass through, as JAX's: no derivative in them)
         single, nums, x, ins = _inputs(args, argnums, "jacrev")
-        y, back = pullback(f, *args, wrt=nums, **kw)
+        y, back = pullback_at(f, args, nums, kw)
         y0, aux = y, None  # (with has_aux, the pair whose first part gets the seed)
         if has_aux:
             y, aux = _aux_pair(y, f)

@@ -447,9 +447,14 @@ class _Inference:
         return r
 
     def call(self, f, args, st):
+        if f in (operator.pow, operator.ipow) and len(args) == 2 and args[0] in (BOOL, I64) \
+                and args[1] in (BOOL, I64):
+            if not (type(st.args[1]) is int and st.args[1] >= 0):
+                raise _No("an int to a power that may be a negative int (Python's is then a float: "
+                          "2 ** -1 is 0.5; numba's an int, 0); make the base or the power a float")
+            return I64
         if f in _ARITH:
-            return self.scalars(args, lambda a, b: promote(a, b, f) if f not in (operator.pow, operator.ipow)
-                                or a != I64 or b != I64 else I64)
+            return self.scalars(args, lambda a, b: promote(a, b, f))
         if f in _COMPARE:
             return self.scalars(args, lambda a, b: BOOL)
         if f in _UNARY:

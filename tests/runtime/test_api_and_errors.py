@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import operator
 import os
@@ -735,6 +736,12 @@ def test_a_missing_rule_met_by_a_with_statement_names_the_users_line():
 _SEEDED_X = np.array([1.0, -2.0, 0.5])
 
 
+@dataclasses.dataclass
+class _Fitted:
+    mean: np.ndarray
+    scale: float
+
+
 @pytest.mark.regression
 @pytest.mark.parametrize("f, seed, error, says", [
     (lambda x: (x * 2.0, np.sum(x)), (np.ones(3),), ValueError, "seed is a tuple of length 1 where the output is a tuple of length 2"),
@@ -743,7 +750,12 @@ _SEEDED_X = np.array([1.0, -2.0, 0.5])
     (lambda x: x * 2.0, 1.0, ValueError, "seed is a float where the output is a float64 array of shape (3,)"),
     (lambda x: {"a": np.sum(x)}, {"a": 1.0, "b": 2.0}, ValueError, "seed has the key 'b', which the output lacks"),
     (lambda x: [x, (x[0], np.sum(x))], [None, (1.0, np.ones(2))], ValueError, "seed[1][1] is a float64 array of shape (2,) where the output[1][1] is a float64"),
-], ids=["short-tuple", "shape", "complex", "scalar-for-array", "extra-key", "nested"])
+    (lambda x: _Fitted(x * 2.0, x[0]), {"mean": 2.0}, ValueError, "seed.mean is a float where the output.mean is a float64 array of shape (3,)"),
+    (lambda x: _Fitted(x * 2.0, x[0]), {"maen": np.ones(3)}, ValueError, "seed has the field 'maen', which the output lacks (its fields: ['mean', 'scale'])"),
+    (lambda x: _Fitted(x * 2.0, x[0]), {"mean": 1j * np.ones(3)}, TypeError, "seed.mean is a complex128 array"),
+    (lambda x: _Fitted(x * 2.0, x[0]), np.ones(3), ValueError, "where the output is a _Fitted (its seed: a dict of its fields' seeds"),
+], ids=["short-tuple", "shape", "complex", "scalar-for-array", "extra-key", "nested", "object-field-shape",
+        "object-misspelled-field", "object-complex", "object-not-a-dict"])
 def test_a_seed_that_does_not_fit_the_output_is_refused(f, seed, error, says):
     """A seed of the wrong structure raised internal errors (IndexError, a broadcast
     ValueError, UFuncTypeError) or was taken silently (a scalar, extra keys)."""
@@ -759,3 +771,41 @@ def test_seeds_that_fit_the_output_still_give_its_gradient():
     _, back = bytegrad.pullback(lambda x: (x * 2.0, {"s": np.sum(x ** 2)}), _SEEDED_X)
     np.testing.assert_allclose(back([np.ones(3), None])[0], 2.0 * np.ones(3))
     np.testing.assert_allclose(back((None, {"s": np.float64(0.5)}))[0], _SEEDED_X)  # ½ · 2x
+    _, back = bytegrad.pullback(lambda x: _Fitted(x * 2.0, x[0] * 3.0), _SEEDED_X)
+    np.testing.assert_allclose(back({"mean": np.ones(3)})[0], 2.0 * np.ones(3))
+    np.testing.assert_allclose(back({"scale": 1.0})[0], [3.0, 0.0, 0.0])
+
+
+@pytest.mark.regression
+def test_the_output_of_a_pullback_is_the_callers_own():
+    # (exp's pullback computes with its output: a residual made of it in place, r -= t,
+    # changed the gradient, silently; and so did an aux changed in place before vjp_fn)
+    p, t = np.array([0.3, -1.2, 2.0]), np.ones(3)
+    r, back = bytegrad.pullback(np.exp, p)
+    r -= t
+    np.testing.assert_allclose(back(r)[0], np.exp(p) * (np.exp(p) - t))
+    out, f_vjp, aux = bytegrad.vjp(lambda p: (np.sum(np.exp(p)), {"e": np.exp(p)}), p, has_aux=True)
+    aux["e"] /= out
+    np.testing.assert_allclose(f_vjp(1.0)[0], np.exp(p))
+
+
+@pytest.mark.regression
+def test_an_argument_changed_before_the_pullback_runs_is_refused():
+    # (the gradient was taken at the changed point: at p - 0.1, not at p)
+    p = np.array([0.3, -1.2, 2.0])
+    _, back = bytegrad.pullback(lambda p: np.sum(p * p), p)
+    p -= 0.1
+    with pytest.raises(ValueError, match="changed in place after its pullback was made"):
+        back(1.0)
+    p += 0.1
+    np.testing.assert_allclose(back(1.0)[0], 2 * p)
+
+
+def test_a_pullback_of_a_function_that_changes_its_argument_runs_twice():
+    def f(a):
+        a[0] = a[0] * 2.0
+        return np.sum(a ** 2)
+    a = np.array([1.0, 2.0])
+    _, back = bytegrad.pullback(f, a)
+    assert back(1.0)[0].tolist() == [8.0, 4.0] == back(1.0)[0].tolist()
+    assert a.tolist() == [2.0, 2.0]  # (as the call left it)

@@ -214,11 +214,11 @@ def test_hvp_of_a_piecewise_constant_function_is_none_as_the_jvp_of_its_gradient
     assert bytegrad.jvp(grad(lambda x: int(x > 0)), (1.0,), (1.0,))[1] is None
 
 
-def test_hessian_of_a_function_with_no_gradient_is_refused_never_nan():
-    # (a column that is None would leave the Jacobian's empty blocks as they were: NaN)
+def test_hessian_of_a_function_with_no_gradient_is_zero_never_nan():
+    # (a column that is None would leave the Jacobian's empty blocks as they were: NaN;
+    # its gradient, None, is the zero: JAX's Hessian of a constant is zeros)
     for f in (lambda x: int(x[0] > 0), lambda x: 3.0):
-        with pytest.raises(TypeError, match="float inputs and outputs"):
-            hessian(f)(np.array([1.0, 2.0]))
+        assert hessian(f)(np.array([1.0, 2.0])).tolist() == [[0.0, 0.0], [0.0, 0.0]]
 
 
 def _scaled_cubes(x, scale=1.0, shift=0.5, power=3):
@@ -416,3 +416,15 @@ def test_a_float32_input_gets_its_gradients_in_its_dtype(batched):
     for x in (np.float32(0.7), np.array(0.7, dtype=np.float32)):
         np.testing.assert_array_equal(hessian(f)(x), by_columns(f, x))
     assert batched == [False, False]
+
+
+@pytest.mark.regression
+def test_an_input_the_value_does_not_depend_on_gets_zero_blocks():
+    # (refused: "hessian needs float inputs and outputs ... got a NoneType"; JAX gives zeros)
+    p = {"w": np.array([0.5, -1.0]), "b": 0.3}
+    h = bytegrad.hessian(lambda p: np.sum(p["w"] ** 3))(p)
+    np.testing.assert_allclose(h["w"]["w"], np.diag(6 * p["w"]))
+    assert h["w"]["b"].tolist() == [0.0, 0.0] and h["b"]["w"].tolist() == [0.0, 0.0] and h["b"]["b"] == 0.0
+    h2 = bytegrad.hessian(lambda x, y: np.sum(x ** 3), (0, 1))(np.array([0.5, 2.0]), 1.5)
+    np.testing.assert_allclose(h2[0][0], np.diag([3.0, 12.0]))
+    assert h2[1][1] == 0.0 and h2[0][1].tolist() == [0.0, 0.0]

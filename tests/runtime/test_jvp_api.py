@@ -284,3 +284,13 @@ def test_a_jacobian_given_an_argument_that_cannot_be_copied():
     np.testing.assert_allclose(jacfwd(f)(x, threading.Lock(), np), want, rtol=1e-12)
     np.testing.assert_allclose(bytegrad.hessian(lambda x, lock: np.sum(f(x, lock, np)))(x, threading.Lock()),
                                np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-12)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("jac", [jacfwd, jacrev])
+def test_a_jacobian_of_an_empty_output(jac):
+    # (jacfwd reshaped its columns with -1: a ValueError from NumPy for a zero-size output)
+    x = np.array([0.3, -1.2, 2.0])
+    assert jac(lambda v: v[:0])(x).shape == (0, 3)
+    assert jac(lambda v: v[:0].reshape(0, 2))(np.ones(2)).shape == (0, 2, 2)
+

@@ -10,6 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+import bytegrad
+
 from bytegrad.runtime.compiled import _FUNCS
 from bytegrad.transforms.typed import (BOOL, F32, F64, I64, Array, NotCompilableError, Tuple, infer,
                                        parse, promote)
@@ -57,6 +59,22 @@ def test_a_variable_holding_two_kinds_is_refused_at_its_line():
     with pytest.raises(NotCompilableError) as e:
         infer(f, (Array("float64", 1), F64), _FUNCS)
     assert "float64[:] on one path and a float64 on another" in str(e.value)
+
+
+@pytest.mark.regression
+def test_an_int_to_a_power_that_may_be_negative_is_refused():
+    # (typed int, as numba computes it: 2 ** -1 was 0, a wrong value and gradient, silently)
+    def f(x, n):
+        return x * 2 ** n
+
+    def squared(x, n):
+        return x * n ** 2
+    with pytest.raises(NotCompilableError) as e:
+        infer(f, (F64, I64), _FUNCS)
+    assert e.value.line == f.__code__.co_firstlineno + 1 and "2 ** -1 is 0.5" in str(e.value)
+    t = infer(squared, (F64, I64), _FUNCS)
+    assert t.types[t.ir.blocks[0].stmts[0][0]] == I64  # (n ** 2: a power known not negative)
+    assert bytegrad.value_and_grad(f, jit="auto")(1.5, -1) == (0.75, 0.5)
 
 
 def test_an_array_row_is_refused_by_its_line():
