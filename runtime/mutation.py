@@ -11,6 +11,8 @@ the reverse pass reaches the statement that produced it.
 """
 from __future__ import annotations
 
+import enum
+
 import types
 import weakref
 
@@ -157,8 +159,18 @@ def changeable(x) -> bool:
     class, whatever its metaclass (through a list or array it holds, or what the metaclass
     computes from it when the class's attribute is read)."""
     t = type(x)
-    return t in WATCH.kinds or isinstance(x, type) and x.__module__ != "builtins" or \
-        t.__flags__ & _HEAP_TYPE and not isinstance(x, _UNCHANGED)
+    return t in WATCH.kinds or t is type and x.__module__ != "builtins" or \
+        isinstance(x, type) and _hooked(t) or t.__flags__ & _HEAP_TYPE and not isinstance(x, _UNCHANGED)
+
+
+def _hooked(meta) -> bool:
+    """Whether metaclass ``meta`` computes what a read of its classes gives: a
+    ``__getattribute__``, ``__getattr__`` or property of Python code, not an Enum's (whose
+    members are constants)."""
+    if issubclass(meta, enum.EnumType):
+        return False
+    return any(type(v) is types.FunctionType and k in ("__getattribute__", "__getattr__") or
+               isinstance(v, property) for c in meta.__mro__[:-2] for k, v in vars(c).items())
 
 
 _HEAP_TYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C)

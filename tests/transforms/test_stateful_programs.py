@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import functools
 import math
 from typing import NamedTuple
@@ -2624,6 +2625,21 @@ def test_a_class_read_through_its_metaclass(f, slope):
     fresh()
     assert bytegrad.jvp(f, (x,), (1.0,))[1] == pytest.approx(slope * x)
     fresh()
+
+
+class _Mode(enum.Enum):
+    A = 1.5
+    B = 2.5
+
+
+@pytest.mark.regression
+def test_an_enum_members_value_at_second_order():
+    # (taking every class with a metaclass for one that may change made Mode.A a read that
+    # a second level lifted, through the class's mappingproxy: NoRuleError)
+    def f(x):
+        return x * x * _Mode.A.value * (2.0 if _Mode(1.5) is _Mode.A else 1.0)
+    assert bytegrad.hessian(f)(0.7) == pytest.approx(6.0)
+    assert bytegrad.grad(f)(0.7) == pytest.approx(4.2)
 
 
 @pytest.mark.regression
