@@ -68,18 +68,20 @@ for _f, _name in _METHOD.items():
     _asking(_f, lambda x, *rest, name=_name: yours(x, name), _name)
 
 
-def _converted(f, name, convert):
+def _converted(f, name, convert, kind):
     """``f(x, …)`` for an object of yours with a Python method ``name``: of ``convert(x)``,
-    as ``f`` takes it (``math.sin`` a ``float``, ``np.asarray`` what ``__array__`` gives)."""
+    as ``f`` takes it (``math.sin`` a ``float``, ``np.asarray`` what ``__array__`` gives);
+    not for an instance of ``kind``, whose value they read without asking (a float
+    subclass's, an ndarray subclass's)."""
     def through(x, *rest, **kw):
         return f(convert(x), *rest, **kw)
-    return lambda x, *rest: through if type(x) not in _BUILTIN and yours(x, name) else None
+    return lambda x, *rest: through if not isinstance(x, kind) and yours(x, name) else None
 
 
 for _name, *_ in _UNARY:
-    _asking(getattr(math, _name), _converted(getattr(math, _name), "__float__", float), "__float__")
+    _asking(getattr(math, _name), _converted(getattr(math, _name), "__float__", float, float), "__float__")
 for _f in (np.asarray, np.array, np.asanyarray):
-    _asking(_f, _converted(_f, "__array__", lambda x: type(x).__array__(x)), "__array__")
+    _asking(_f, _converted(_f, "__array__", lambda x: type(x).__array__(x), np.ndarray), "__array__")
 
 
 def _objects_of_yours(a, b, name, rname) -> bool:

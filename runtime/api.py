@@ -32,7 +32,8 @@ def pullback(f: Callable[..., Any], /, *args: Any, wrt: Sequence[int] | None = N
     is refused (the gradient would be taken at another point).
     """
     y, back = pullback_at(f, args, wrt, kw)
-    left = [(a, a.copy()) for a in _arrays_in(args, _DEPTH)]  # (as the call left them, as each back does)
+    left = [(a, a.copy()) for a in _arrays_in(args, _DEPTH)  # (as the call left them, as each back does;
+            if a.dtype.kind in "fciub"]  # numbers: an object's or a date's may not equal itself)
 
     def guarded(dy):
         if any(not np.array_equal(a, c, equal_nan=a.dtype.kind in "fc") for a, c in left):

@@ -147,3 +147,23 @@ def test_an_operation_python_refuses_is_refused():
         f(0.7)
     with pytest.raises(TypeError, match="//"):
         bytegrad.gradient(f, 0.7)
+
+
+class _Nines(np.ndarray):
+    def __array__(self, dtype=None, copy=None):
+        return np.full(self.shape, 9.0)
+
+
+class _Three(float):
+    def __float__(self):
+        return 3.0
+
+
+@pytest.mark.regression
+def test_a_subclass_of_ndarray_or_float_is_read_as_numpy_and_math_read_it():
+    # (np.asarray never asks an ndarray subclass's __array__, math never a float
+    # subclass's __float__: asking them gave another value, silently)
+    a = np.array([1.0, 2.0]).view(_Nines)
+    g = lambda x: float(np.asarray(x).sum() + (x * x).sum())  # noqa: E731
+    assert bytegrad.jvp(g, (a,), (np.ones(2),)) == pytest.approx((8.0, 8.0))
+    assert bytegrad.value_and_grad(lambda x: math.sin(x))(_Three(0.7))[0] == pytest.approx(math.sin(0.7))

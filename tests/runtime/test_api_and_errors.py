@@ -809,3 +809,14 @@ def test_a_pullback_of_a_function_that_changes_its_argument_runs_twice():
     _, back = bytegrad.pullback(f, a)
     assert back(1.0)[0].tolist() == [8.0, 4.0] == back(1.0)[0].tolist()
     assert a.tolist() == [2.0, 2.0]  # (as the call left it)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("other", [np.array([np.array([1.0, 2.0]), np.array([3.0])], dtype=object),
+                                   np.array(["NaT", "2020-01-01"], dtype="datetime64[D]"),
+                                   np.array([float("nan"), "label"], dtype=object)],
+                         ids=["arrays", "dates", "nan-and-text"])
+def test_arguments_that_never_equal_themselves_pass_the_pullbacks_check(other):
+    # (NaT, an object NaN or an array of arrays: taken for a change, or NumPy's ValueError)
+    _, back = bytegrad.pullback(lambda x, o: x * 2.0, 1.5, other)
+    assert back(1.0) == (2.0, None)
