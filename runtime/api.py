@@ -97,21 +97,9 @@ def _check_seed(dy, y, at):
         for i, (d, v) in enumerate(zip(dy, y)):
             _check_seed(d, v, f"{at}[{i}]")
     elif isinstance(y, dict):
-        if not isinstance(dy, dict):
-            _bad_seed(dy, y, at, ValueError)
-        for k, d in dy.items():
-            if k not in y:
-                raise ValueError(f"the seed{at} has the key {k!r}, which the output{at} lacks "
-                                 f"(its keys: {list(y)})")
-            _check_seed(d, y[k], f"{at}[{k!r}]")
+        _check_named(dy, y, y, at, "key", "[{!r}]")
     elif (fields := _fields_of(y)) is not None:  # an object of yours: a dict of its fields' seeds
-        if not isinstance(dy, dict):
-            _bad_seed(dy, y, at, ValueError)
-        for k, d in dy.items():
-            if k not in fields:
-                raise ValueError(f"the seed{at} has the field {k!r}, which the output{at} lacks "
-                                 f"(its fields: {list(fields)})")
-            _check_seed(d, fields[k], f"{at}.{k}")
+        _check_named(dy, y, fields, at, "field", ".{}")
     elif type(dy) is type(y) and (type(y) is not np.ndarray or dy.shape == y.shape and
                                   (dy.dtype.kind != "c" or y.dtype.kind == "c")):
         return  # (the usual seed, of the output's own kind: checked without NumPy calls)
@@ -125,20 +113,29 @@ def _check_seed(dy, y, at):
 _VALUES = (np.ndarray, numbers.Number, np.generic)
 
 
+def _check_named(dy, y, parts, at, word, place):
+    """`_check_seed` of a dict seed for ``y``, whose ``parts`` (its items, or an object's
+    fields) are named by ``word``s written after ``at`` as ``place`` shows."""
+    if not isinstance(dy, dict):
+        _bad_seed(dy, y, at, ValueError)
+    for k, d in dy.items():
+        if k not in parts:
+            raise ValueError(f"the seed{at} has the {word} {k!r}, which the output{at} lacks "
+                             f"(its {word}s: {list(parts)})")
+        _check_seed(d, parts[k], at + place.format(k))
+
+
 def _fields_of(y):
     """The fields of ``y``, an object of a class of Python code, by name; else None."""
     t = type(y)
-    if not t.__flags__ & _HEAP_TYPE or isinstance(y, (*_VALUES, str, bytes, BaseException, type, types.FunctionType)):
+    if not t.__flags__ & mutation._HEAP_TYPE or isinstance(y, (*_VALUES, str, bytes, BaseException, type,
+                                                              types.FunctionType)):
         return None
     fields = dict(vars(y)) if hasattr(y, "__dict__") else {}
-    for c in t.__mro__:
-        for name in getattr(c, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(y, name):
-                fields[name] = getattr(y, name)
+    fields.update((n, getattr(y, n)) for n in shadow.slot_names(t) if hasattr(y, n))
     return fields
 
 
-_HEAP_TYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a class statement's, not a C type's)
 
 
 def _bad_seed(dy, y, at, kind):
