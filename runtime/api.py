@@ -250,8 +250,19 @@ def _aliased(args, wrt, rest) -> bool:
     computed, so one argument's does not depend on which others were asked for.)"""
     if _LEAVES.issuperset(map(type, rest)):  # (numbers: nothing to share)
         return False
-    held = {_key(args[i]) if type(args[i]) is np.ndarray else id(args[i]) for i in wrt}
-    return any((_key(a) if type(a) is np.ndarray else id(a)) in held for a in rest)
+    return not _memory([args[i] for i in wrt], set(), True).isdisjoint(_memory(rest, set(), True))
+
+
+def _memory(xs, into, objects=False):
+    """``into`` with the memory of each array of ``xs`` (a view's is its base's), and with
+    ``objects`` each other value's identity too."""
+    for x in xs:
+        if type(x) is np.ndarray:
+            b = x.base
+            into.add(id(b) if isinstance(b, np.ndarray) else id(x))
+        elif objects:
+            into.add(id(x))
+    return into
 
 
 def _plain(code, n) -> bool:
@@ -266,6 +277,9 @@ def _layout(args, wrt):
     in ``wrt``, whose gradient stays None) and the arguments not mirrored."""
     if wrt is None or len(wrt) == len(args):
         return args, ()
+    k = len(wrt)
+    if not k or wrt[-1] == k - 1:  # the first k (`_entry` sorts them): JAX's argnums=(0, 1, …)
+        return args[:k] + (_ABSENT,) * (len(args) - k), args[k:]
     like = [_ABSENT] * len(args)
     for i in wrt:
         like[i] = args[i]
@@ -299,9 +313,18 @@ def _flat(gs, like, avoid):
     """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
     the arguments not asked for) are numbers and arrays, no containers to walk: the usual
     array case."""
-    held = {id(a) if a.base is None else _key(a)  # (most own their memory: no call)
-            for a in (avoid[0], *like, *avoid[1]) if type(a) is np.ndarray}
-    return tuple([_own(g, held, held) if type(g) is np.ndarray else g for g in gs])
+    held = _memory(avoid[1], _memory(like, _memory((avoid[0],), set())))
+    out = []
+    for g in gs:
+        if type(g) is np.ndarray:
+            b = g.base
+            key = id(b) if isinstance(b, np.ndarray) else id(g)
+            if key in held or not g.flags.writeable:
+                g = g.copy()
+            else:
+                held.add(key)
+        out.append(g)
+    return tuple(out)
 
 
 _DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)

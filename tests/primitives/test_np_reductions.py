@@ -202,10 +202,11 @@ def test_nan_maximum_routes_gradient_to_nan():
     assert np.array_equal(g, [0, 1, 0])
 
 
-def test_mean_of_a_whole_array_keeps_no_array():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mean_of_a_whole_array_keeps_no_array(dtype):
     import gc
     import weakref
-    a = np.arange(6.0).reshape(2, 3).astype(np.float32)
+    a = np.arange(6.0).reshape(2, 3).astype(dtype)
     y, back = rule_for(np.mean)(a)
     gone = weakref.ref(a)
     del a
@@ -214,7 +215,7 @@ def test_mean_of_a_whole_array_keeps_no_array():
     g = back(1.5)[1]
     assert type(g) is Fill  # (made dense where a pullback does not take it as it is)
     g = unwrap(g)
-    assert g.dtype == np.float32 and g.shape == (2, 3) and np.all(g == np.float32(0.25))
+    assert g.dtype == dtype and g.shape == (2, 3) and np.all(g == dtype(0.25))
 
 
 def test_a_large_fill_is_made_dense_in_the_cache_of_large_arrays():
@@ -485,6 +486,19 @@ def test_complex():
 
 # ---------------------------------------------------------------------------
 # np.mean of the whole array
+def test_mean_of_a_whole_array_is_numpys_value_exactly():
+    """The rule computes a float64 array's mean itself (NumPy's sum, then the division by
+    the count), without np.mean's Python layers: the same number and type, to the bit."""
+    rng = np.random.default_rng(7)
+    for x in (rng.standard_normal(1), 1e8 * rng.standard_normal(10_001), np.array(2.5),
+              rng.standard_normal((6, 7))[::2, 1:], rng.standard_normal((5, 9)).T,
+              np.array([1e308, 1e308]), np.array([np.inf, -np.inf]), np.array([1.0, np.nan])):
+        with np.errstate(over="ignore", invalid="ignore"):
+            y, _ = rule_for(np.mean)(x)
+            want = np.mean(x)
+        assert type(y) is type(want) and (y == want or np.isnan(y) and np.isnan(want)), (x, y, want)
+
+
 # ---------------------------------------------------------------------------
 
 @pytest.mark.regression

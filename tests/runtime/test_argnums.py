@@ -258,3 +258,23 @@ def test_argnums():
     assert np.allclose(ga3, ga)
     v2, (gb4,) = bytegrad.value_and_grad(f_mut_two, argnums=(1,))(a0.copy(), b0.copy(), 0.7)
     assert np.allclose(gb4, gb2)
+
+
+def _through_a_view(x, y, z):
+    z[0] = 2.0 * y[0]  # (z is a view of x: x[0] changes too)
+    return np.sum(x * y) + z[1] * y[1]
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("argnums", [(0,), (0, 1), (1,), (0, 2), (), (1, 2)])
+def test_argnums_of_a_call_whose_other_argument_is_a_view_of_one_asked(argnums):
+    """Each asked gradient is the one computed with all asked for, whichever are asked
+    (first ones or not), when an argument not asked for shares memory with one asked."""
+    def call(nums):
+        x = np.array([1.0, 2.0, 3.0, 4.0])
+        return bytegrad.grad(_through_a_view, argnums=nums)(x, np.array([0.5, -1.0, 2.0, 3.0]), x[::2])
+    every = call((0, 1, 2))
+    for i, g in zip(argnums, call(argnums)):
+        assert np.array_equal(g, every[i])
+    # x[0] = 2 y[0] makes the first term 2 y[0]²; z[1] is x[2]
+    assert np.allclose(every[1], [4 * 0.5, 2.0 + 3.0, 3.0, 4.0])
