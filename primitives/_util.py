@@ -150,16 +150,20 @@ def _nested(x, g):
     return unbroadcast(x, g.item() if isinstance(g, (np.ndarray, np.generic)) and np.ndim(g) == 0 else g)
 
 
+_SUM = np.add.reduce
+
+
 def _sum_to(g, shape):
     if g.ndim < len(shape):  # a gradient that is constant along the missing axes
         return np.broadcast_to(g, shape).copy()
     extra = g.ndim - len(shape)
     if extra:  # (an int axis: a tuple costs NumPy as much again for a bias's gradient)
-        g = g.sum(axis=0 if extra == 1 else tuple(range(extra)))
+        # (ndarray.sum's own call, without its Python layer: np.add.reduce)
+        g = _SUM(g, 0 if extra == 1 else tuple(range(extra)))
     if 1 in shape:
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
         if axes:
-            g = g.sum(axis=axes, keepdims=True)
+            g = _SUM(g, axes, keepdims=True)
     return g if g.shape == shape else g.reshape(shape)
 
 

@@ -28,6 +28,7 @@ PER_SHAPE = 4            # a gradient and the previous call's, two of each shape
 _FREE = 3                # references to a free array: the cache's list, `a`, getrefcount's argument
 
 _local = threading.local()
+_DTYPE = type(np.dtype(np.float64))  # (NumPy 2: a class per kind of dtype)
 
 
 def _cache():
@@ -43,7 +44,8 @@ def empty(shape, dtype=np.float64):
 
     The array is the caller's until the caller drops it; its contents are undefined.
     """
-    dtype = np.dtype(dtype)
+    if type(dtype) is not _DTYPE:
+        dtype = np.dtype(dtype)
     n = dtype.itemsize
     for s in shape:
         n *= s
@@ -61,7 +63,7 @@ def empty(shape, dtype=np.float64):
         if sys.getrefcount(a) == _FREE and not weakref.getweakrefcount(a):  # (no weak one either)
             # intact: its last holder may have set its shape, dtype or flags.writeable
             f = a.flags
-            if a.shape == key[0] and a.dtype == dtype and f.writeable and f.c_contiguous \
+            if a.shape == key[0] and a.dtype is dtype and f.writeable and f.c_contiguous \
                     and f.owndata:
                 return a
             del arrays[i]  # reshaped, retyped or frozen: not ours now

@@ -120,6 +120,10 @@ def _parts(d, y):
 
 def matmul_thunks(a, b, d):
     """Thunks for the gradients of ``a @ b`` (NumPy matmul semantics) given ``d``."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and type(d) is np.ndarray and \
+            a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and d.dtype is a.dtype and \
+            a.dtype.kind == "f":  # real matrices, the usual case: nothing to conjugate or sum back
+        return lambda: buffers.matmul(d, b.T), lambda: buffers.matmul(a.T, d)
     a2, b2 = np.asarray(a), np.asarray(b)
     if type(d) is Eye:  # d(A @ B) = s I (from a trace): s B^H and s A^H, no product
         s = d.value

@@ -250,19 +250,20 @@ def _aliased(args, wrt, rest) -> bool:
     computed, so one argument's does not depend on which others were asked for.)"""
     if _LEAVES.issuperset(map(type, rest)):  # (numbers: nothing to share)
         return False
-    return not _memory([args[i] for i in wrt], set(), True).isdisjoint(_memory(rest, set(), True))
+    return not _memory([args[i] for i in wrt]).isdisjoint(_memory(rest))
 
 
-def _memory(xs, into, objects=False):
-    """``into`` with the memory of each array of ``xs`` (a view's is its base's), and with
-    ``objects`` each other value's identity too."""
+def _memory(xs):
+    """The memory of each array of ``xs`` (a view's is its base's), the identity of each
+    other value."""
+    out = set()
     for x in xs:
         if type(x) is np.ndarray:
             b = x.base
-            into.add(id(b) if isinstance(b, np.ndarray) else id(x))
-        elif objects:
-            into.add(id(x))
-    return into
+            out.add(id(b) if isinstance(b, np.ndarray) else id(x))
+        else:
+            out.add(id(x))
+    return out
 
 
 def _plain(code, n) -> bool:
@@ -294,10 +295,10 @@ def _distinct(gs, avoid, like=None):
     be a view of another or of an argument, or the seed."""
     if _LEAVES.issuperset(map(type, gs)) and (like is None or _LEAVES.issuperset(map(type, like))):
         return gs  # numbers for numbers: the usual scalar case, without a walk
-    if like is not None and len(avoid) == 2 and _FLAT.issuperset(map(type, gs)) and \
-            _FLAT.issuperset(map(type, like)) and _FLAT.issuperset(map(type, avoid[1])) and \
-            type(avoid[0]) in _FLAT:  # (a seed in a container is walked)
-        return _flat(gs, like, avoid)
+    if like is not None and len(avoid) == 2:
+        out = _flat(gs, like, avoid)
+        if out is not None:
+            return out
     st = _Walk()
     out = _mirror(gs, _ABSENT if like is None else like, st, _DEPTH)
     if not st.kept:  # no array handed on: nothing can be shared
@@ -311,9 +312,15 @@ def _distinct(gs, avoid, like=None):
 
 def _flat(gs, like, avoid):
     """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
-    the arguments not asked for) are numbers and arrays, no containers to walk: the usual
-    array case."""
-    held = _memory(avoid[1], _memory(like, _memory((avoid[0],), set())))
+    the arguments not asked for) are numbers and arrays, no containers to walk (a seed in
+    one is walked): the usual array case; else None."""
+    held = set()
+    for x in (avoid[0], *like, *avoid[1]):
+        if type(x) is np.ndarray:
+            b = x.base
+            held.add(id(b) if isinstance(b, np.ndarray) else id(x))
+        elif type(x) not in _FLAT:
+            return None
     out = []
     for g in gs:
         if type(g) is np.ndarray:
@@ -323,6 +330,8 @@ def _flat(gs, like, avoid):
                 g = g.copy()
             else:
                 held.add(key)
+        elif type(g) not in _FLAT:
+            return None
         out.append(g)
     return tuple(out)
 

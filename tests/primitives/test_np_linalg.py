@@ -10,6 +10,7 @@ import bytegrad.primitives.np_linalg  # noqa: F401  (registers the rules)
 from bytegrad.runtime.api import pullback
 from bytegrad.runtime.rules import RULES, Lazy
 from bytegrad.testing import check_rule
+from checks import check_grad
 
 SETTINGS = settings(max_examples=15, deadline=None)
 DTYPES = [np.float64, np.float32, np.complex128]
@@ -777,3 +778,24 @@ def test_scipy_solve_inv_det(b_shape):
     check_rule(lambda a: scipy.linalg.det(a=a), a)
     with pytest.raises(NotImplementedError, match="assume_a general"):
         bytegrad.grad(lambda a: np.sum(scipy.linalg.solve(a, b, assume_a="pos")))(a)
+
+
+def test_matmul_of_real_matrices_against_finite_differences():
+    """Real matrices take the short path (no conjugation, nothing summed back, products
+    into reused arrays once large): the same array on both sides, a transposed view, a
+    product large enough for the cache of arrays, mixed dtypes (which do not), float32."""
+    rng = np.random.default_rng(3)
+    a, b, sq = rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), rng.standard_normal((3, 3))
+    check_grad(lambda a, b: np.sum(np.sin(a @ b)), a, b)
+    check_grad(lambda s: np.sum((s @ s) ** 2), sq)
+    check_grad(lambda s: np.sum(np.tanh(s.T @ s)), sq)
+    ga, gb = bytegrad.gradient(lambda a, b: np.sum(a @ b), a, b.astype(np.float32))  # (mixed dtypes)
+    assert gb.dtype == np.float32 and np.allclose(ga, np.ones((4, 5)) @ b.T, rtol=1e-6)
+    assert np.allclose(gb, a.T @ np.ones((4, 5)), rtol=1e-6)
+    g32 = bytegrad.gradient(lambda a, b: np.sum(np.sin(a @ b)), a.astype(np.float32), b.astype(np.float32))
+    g64 = bytegrad.gradient(lambda a, b: np.sum(np.sin(a @ b)), a, b)
+    for x, y in zip(g32, g64):
+        assert x.dtype == np.float32 and np.allclose(x, y, rtol=1e-4, atol=1e-5)
+    big = rng.standard_normal((128, 128))
+    g = bytegrad.gradient(lambda x, y: np.sum((x @ y) * big), big, big.T.copy())
+    assert np.allclose(g[0], big @ big) and np.allclose(g[1], big.T @ big)
