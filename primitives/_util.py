@@ -204,18 +204,17 @@ def fused(kern, d, u, *consts):
     large C-contiguous float32 or float64 arrays of one shape and dtype (the constants
     are given that dtype, so float32 stays float32); None otherwise, and then the
     caller computes the same with NumPy."""
-    global _numba
     if type(d) is not np.ndarray or d.size < BIG or type(u) is not np.ndarray:
         return None
     dt = d.dtype
     if dt != u.dtype or dt.char not in "fd" or d.shape != u.shape or \
             not (d.flags.c_contiguous and u.flags.c_contiguous):
         return None
-    if not have_numba():
+    if not (_numba or _numba is None and have_numba()):
         return None
     out = buffers.empty(d.shape, dt)
     t = float if dt.char == "d" else dt.type  # numba reads a float faster than a float64
-    kern(d.reshape(-1), u.reshape(-1), out.reshape(-1), *[t(c) for c in consts])
+    kern(d.reshape(-1), u.reshape(-1), out.reshape(-1), *map(t, consts))
     return out
 
 

@@ -66,21 +66,28 @@ def _repeats(n) -> bool:
 def _grads(a, b, ga, gb):
     """The pullback result for thunks ``ga``, ``gb`` of the operands' gradients;
     the thunk of an operand that cannot carry a gradient is never called."""
-    return Lazy(None, ga if active(a) else None, gb if active(b) else None)
+    nd = np.ndarray  # (an array's test inline)
+    return Lazy(None, ga if (a.dtype.kind in "fc" if type(a) is nd else active(a)) else None,
+                gb if (b.dtype.kind in "fc" if type(b) is nd else active(b)) else None)
 
 
 def _sum_back(a, b, sign, y):
     """The pullback of ``y = a + b`` (``sign`` 1) or ``a - b`` (-1) on arrays, holding
     only the operands' shapes and dtypes, not the arrays."""
-    if sign > 0 and _as(a, y) and _as(b, y):  # no broadcasting, no casting: both get d
-        like = light(y)
-        return lambda d: (None, *(ub(like, d),) * 2)  # (ub hands d back when it fits)
-    if type(a) is np.ndarray and type(b) is np.ndarray:  # (`light` and `active` inline)
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case: the helpers inline)
         fa, fb = a.dtype.kind in "fc", b.dtype.kind in "fc"
         a, b = Like((a.shape, a.dtype)), Like((b.shape, b.dtype))
-    else:
-        a, b = light(a), light(b)
-        fa, fb = active(a), active(b)
+        if sign > 0 and fa and fb and a == b == (y.shape, y.dtype):  # both get d
+            return lambda d: (None, *(ub(a, d),) * 2)  # (ub hands d back when it fits)
+        # (an operand of the result's shape and dtype gets d itself, without a call)
+        return lambda d: Lazy(None, (lambda: d if type(d) is np.ndarray and d.dtype is a[1] and
+                                     d.shape == a[0] else ub(a, d)) if fa else None,
+                              (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
+    if sign > 0 and _as(a, y) and _as(b, y):  # no broadcasting, no casting: both get d
+        like = light(y)
+        return lambda d: (None, *(ub(like, d),) * 2)
+    a, b = light(a), light(b)
+    fa, fb = active(a), active(b)
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
                           (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
 
@@ -103,6 +110,9 @@ def _as(x, y) -> bool:
 
 @rule(op.add)
 def _add(a, b):
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case first)
+        y = a + b
+        return y, _sum_back(a, b, 1, y)
     if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.add, a, b)):
         return m
     r = _real(a, b)
@@ -118,6 +128,9 @@ def _add(a, b):
 
 @rule(op.sub)
 def _sub(a, b):
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case first)
+        y = a - b
+        return y, _sum_back(a, b, -1, y)
     if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.sub, a, b)):
         return m
     r = _real(a, b)

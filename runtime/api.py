@@ -166,17 +166,21 @@ def _callable(f):
 
 def _pullback(f, args, wrt, kw):
     """`pullback`, run inside a computation; its ``reverse`` too."""
-    _callable(f)
+    if not callable(f):
+        _callable(f)
     n = len(args)
     asked = None
+    kinds, memory = _scan(args)
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
+        if len(wrt) < n and _aliased(memory, wrt):  # (all computed, those asked handed back)
+            asked, wrt = wrt, None
     like, rest = _layout(args, wrt)
-    if rest and _aliased(args, wrt, rest):  # (all computed, those asked handed back)
-        asked, wrt, like, rest = wrt, None, args, ()
+    if not _FLAT.issuperset(kinds):  # (containers: `_distinct` walks them)
+        memory = None
     with shadow.fresh() as sh:
         if wrt is not None and type(f) is types.FunctionType and not kw and _plain(f.__code__, n):
-            y, pb = call_function(f, args, kw, wrt=_variant(entry, args))
+            y, pb = call_function(f, args, kw, wrt=_variant(entry, kinds))
         else:
             y, pb = forward(f, *args, **kw)
     if sh.lost is not None:
@@ -194,7 +198,7 @@ def _pullback(f, args, wrt, kw):
         g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
             tuple([unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n])])
         if not sh.mutated:
-            return _distinct(g, (dy, rest), like)
+            return _distinct(g, (dy, rest), like, memory)
         g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
                   for i, (a, x) in enumerate(zip(args, g)))  # what the shadow still holds
         g = _distinct(g, (dy, rest), like)  # laid out like the arguments as they were passed
@@ -227,43 +231,49 @@ def _entry(wrt, n):
 _VARIANTS: dict = {}
 
 
-def _variant(entry, args) -> Variant:
-    """The `Variant` for a call with ``args`` whose active entry arguments are ``entry``."""
-    key = (entry, tuple(map(type, args)))
-    for a in args:
-        if type(a) is np.ndarray and a.dtype.hasobject:  # (its items may be objects of yours)
-            key = (entry, tuple([object if type(b) is np.ndarray and b.dtype.hasobject else type(b)
-                                 for b in args]))
-            break
+def _variant(entry, kinds) -> Variant:
+    """The `Variant` for a call whose arguments are of ``kinds`` (`_scan`) and whose active
+    entry arguments are ``entry``."""
+    key = (entry, kinds)
     v = _VARIANTS.get(key)
     if v is None:
         if len(_VARIANTS) > 4096:  # (classes made at run time: no end to their tuples)
             _VARIANTS.clear()
-        v = _VARIANTS[key] = Variant(entry, tuple([i for i, t in enumerate(key[1], 1) if t in _NUMERIC]))
+        v = _VARIANTS[key] = Variant(entry, tuple([i for i, t in enumerate(kinds, 1) if t in _NUMERIC]))
     return v
 
 
-def _aliased(args, wrt, rest) -> bool:
-    """Whether an argument not in ``wrt`` (one of ``rest``) is one in it, or a view of its
-    memory: the transform where only ``wrt`` is active would take it for a constant,
-    though a change through either changes both.  (Then every argument's gradient is
-    computed, so one argument's does not depend on which others were asked for.)"""
-    if _LEAVES.issuperset(map(type, rest)):  # (numbers: nothing to share)
-        return False
-    return not _memory([args[i] for i in wrt]).isdisjoint(_memory(rest))
-
-
-def _memory(xs):
-    """The memory of each array of ``xs`` (a view's is its base's), the identity of each
-    other value."""
-    out = set()
-    for x in xs:
-        if type(x) is np.ndarray:
-            b = x.base
-            out.add(id(b) if isinstance(b, np.ndarray) else id(x))
+def _scan(args):
+    """``(kinds, memory)`` of the arguments: each one's type (`object` for an array of
+    objects, whose items may be objects of yours), and what it shares memory by (an
+    array's own; a view's base's; another value's identity; None for a number, which
+    shares nothing)."""
+    kinds, memory = [], []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            b = a.base
+            memory.append(id(b) if isinstance(b, np.ndarray) else id(a))
+            if a.dtype.hasobject:
+                t = object
         else:
-            out.add(id(x))
-    return out
+            memory.append(None if t in _LEAVES else id(a))
+        kinds.append(t)
+    return tuple(kinds), memory
+
+
+def _aliased(memory, wrt) -> bool:
+    """Whether an argument not in ``wrt`` is one in it, or a view of its memory (`_scan`):
+    the transform where only ``wrt`` is active would take it for a constant, though a
+    change through either changes both.  (Then every argument's gradient is computed, so
+    one argument's does not depend on which others were asked for.)"""
+    k = len(wrt)
+    if not k or wrt[-1] == k - 1:  # the first k (`_entry` sorts them)
+        mine, others = set(memory[:k]), memory[k:]
+    else:
+        mine, others = {memory[i] for i in wrt}, [m for i, m in enumerate(memory) if i not in wrt]
+    mine.discard(None)  # (numbers)
+    return not mine.isdisjoint(others)
 
 
 def _plain(code, n) -> bool:
@@ -287,16 +297,17 @@ def _layout(args, wrt):
     return tuple(like), [a for i, a in enumerate(args) if i not in wrt]
 
 
-def _distinct(gs, avoid, like=None):
+def _distinct(gs, avoid, like=None, memory=None):
     """The gradients ``gs`` laid out like ``like`` (see _mirror; by default as they are),
     each array one the caller may change in place: writable, and apart from the other
     gradients, from the arrays in ``like`` and from what ``avoid`` holds (the seed), views
     included.  The pullback of ``a + b`` hands one array to both sides, and a gradient may
-    be a view of another or of an argument, or the seed."""
+    be a view of another or of an argument, or the seed.  ``memory``: the memory of
+    ``like`` and ``avoid[1]``, the arguments, when all are numbers and arrays (`_scan`)."""
     if _LEAVES.issuperset(map(type, gs)) and (like is None or _LEAVES.issuperset(map(type, like))):
         return gs  # numbers for numbers: the usual scalar case, without a walk
     if like is not None and len(avoid) == 2:
-        out = _flat(gs, like, avoid)
+        out = _flat(gs, like, avoid, memory)
         if out is not None:
             return out
     st = _Walk()
@@ -310,17 +321,20 @@ def _distinct(gs, avoid, like=None):
     return _mirror(out, _ABSENT, st, _DEPTH)
 
 
-def _flat(gs, like, avoid):
+def _flat(gs, like, avoid, memory):
     """`_distinct` where the gradients, the arguments and what to avoid (the seed, and
     the arguments not asked for) are numbers and arrays, no containers to walk (a seed in
-    one is walked): the usual array case; else None."""
+    one is walked): the usual array case; else None.  ``memory``: the arguments' (`_scan`),
+    or None."""
     held = set()
-    for x in (avoid[0], *like, *avoid[1]):
+    for x in (avoid[0],) if memory is not None else (avoid[0], *like, *avoid[1]):
         if type(x) is np.ndarray:
             b = x.base
             held.add(id(b) if isinstance(b, np.ndarray) else id(x))
         elif type(x) not in _FLAT:
             return None
+    if memory is not None:
+        held.update(memory)
     out = []
     for g in gs:
         if type(g) is np.ndarray:

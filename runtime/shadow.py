@@ -324,12 +324,15 @@ class fresh:
     """``with fresh():`` — a new shadow for one top-level gradient computation."""
 
     def __enter__(self):
-        stack = _stack()
-        stack.append(Shadow(inside=True))
-        return stack[-1]
+        sh = Shadow(inside=True)
+        try:
+            _local.stack.append(sh)
+        except AttributeError:  # (this thread's first)
+            _stack().append(sh)
+        return sh
 
     def __exit__(self, *exc):
-        sh = _stack().pop()
+        sh = _local.stack.pop()
         if sh.mutated and sh.inside:
             _mutating(-1)
 
