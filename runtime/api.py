@@ -176,6 +176,7 @@ def _pullback(f, args, wrt, kw):
         if len(wrt) < n and _aliased(memory, wrt):  # (all computed, those asked handed back)
             asked, wrt = wrt, None
     like, rest = _layout(args, wrt)
+    first = wrt is not None and _first(wrt)
     if not _FLAT.issuperset(kinds):  # (containers: `_distinct` walks them)
         memory = None
     with shadow.fresh() as sh:
@@ -195,8 +196,12 @@ def _pullback(f, args, wrt, kw):
             if sh.mutated:  # the arguments as the call left them, and no stale entries
                 mutation.reapply(sh)
             raise
-        g = tuple(map(unwrap, g[1:1 + n])) if wrt is None else \
-            tuple([unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n])])
+        if wrt is None:
+            g = tuple(map(unwrap, g[1:1 + n]))
+        elif first:  # (the first k: no search of wrt per argument)
+            g = (*map(unwrap, g[1:1 + len(wrt)]), *(None,) * (n - len(wrt)))
+        else:
+            g = tuple([unwrap(x) if i in wrt else None for i, x in enumerate(g[1:1 + n])])
         if not sh.mutated:
             return _distinct(g, (dy, rest), like, memory)
         g = tuple(mutation.collect(sh, a, x) if wrt is None or i in wrt else None
@@ -268,7 +273,7 @@ def _aliased(memory, wrt) -> bool:
     change through either changes both.  (Then every argument's gradient is computed, so
     one argument's does not depend on which others were asked for.)"""
     k = len(wrt)
-    if not k or wrt[-1] == k - 1:  # the first k (`_entry` sorts them)
+    if _first(wrt):
         mine, others = set(memory[:k]), memory[k:]
     else:
         mine, others = {memory[i] for i in wrt}, [m for i, m in enumerate(memory) if i not in wrt]
@@ -283,13 +288,18 @@ def _plain(code, n) -> bool:
     return n <= code.co_argcount and not code.co_flags & inspect.CO_VARARGS
 
 
+def _first(wrt) -> bool:
+    """Whether ``wrt`` (from `_entry`: sorted, distinct) names the first ``len(wrt)`` arguments."""
+    return not wrt or wrt[-1] == len(wrt) - 1
+
+
 def _layout(args, wrt):
     """``(like, rest)``: what the gradients mirror (the arguments, _ABSENT for those not
     in ``wrt``, whose gradient stays None) and the arguments not mirrored."""
     if wrt is None or len(wrt) == len(args):
         return args, ()
     k = len(wrt)
-    if not k or wrt[-1] == k - 1:  # the first k (`_entry` sorts them): JAX's argnums=(0, 1, …)
+    if _first(wrt):  # JAX's argnums=(0, 1, …)
         return args[:k] + (_ABSENT,) * (len(args) - k), args[k:]
     like = [_ABSENT] * len(args)
     for i in wrt:
