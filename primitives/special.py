@@ -113,18 +113,27 @@ _binary(op.floordiv, "__floordiv__", "__rfloordiv__", "//")
 _binary(divmod, "__divmod__", "__rdivmod__", "divmod()")
 
 
-def _added(xs, *start):
+def _added(xs, start=0):
     """``sum(xs, start)`` as Python adds: ``start + x``, item by item, by their methods."""
-    total = start[0] if start else 0
+    total = start
     for x in xs:
         total = total + x
     return total
 
 
+def _listed(xs, *args, **kw):
+    """``sum`` of an iterator, its items taken first, so that `_adding_yours` sees them."""
+    return sum(list(xs), *args, **kw)
+
+
 def _adding_yours(xs, *start):
-    """`_added` where a list's or tuple's item, or the start, adds by a method of yours."""
+    """`_added` where an item, or the start, adds by a method of yours; `_listed` for an
+    iterator (a generator, a map), whose items cannot be looked at without taking them."""
     if type(xs) is not list and type(xs) is not tuple:
-        return None
+        if isinstance(xs, np.ndarray) or not hasattr(type(xs), "__iter__"):
+            return None
+        if iter(xs) is xs:
+            return _listed
     kinds = set(map(type, xs)).union(map(type, start)) - _BUILTIN  # (in C: sums of numbers pay little)
     return _added if any(_method(k, "__add__") or _method(k, "__radd__") for k in kinds) else None
 

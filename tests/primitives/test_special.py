@@ -89,6 +89,11 @@ CASES = {
     "divmod(x, 2)": lambda x: divmod(Box(x), 2.0)[1].a,
     "sum([x, y])": lambda x: sum([Box(x), Box(x * x)]).a,
     "sum((x, y), start)": lambda x: sum((Box(x), Box(x * x)), Box(0.5)).a,
+    "sum([x, y], start=s)": lambda x: sum([Box(x), Box(x * x)], start=Box(0.5)).a,
+    "sum(generator)": lambda x: sum(Box(x * k) for k in (1.0, 2.0)).a,
+    "sum(generator, start)": lambda x: sum((Box(x * k) for k in (1.0, 2.0)), Box(0.5)).a,
+    "sum(map(...))": lambda x: sum(map(Box, [x, x * x])).a,
+    "sum(iter([x, y]), start=s)": lambda x: sum(iter([Box(x), Box(x * x)]), start=Box(0.5)).a,
     "reversed(x)": lambda x: list(reversed(Box(x)))[0],
     "np.asarray(x)": lambda x: np.sum(np.asarray(Box(x)) ** 2),
     "np.array(x)": lambda x: np.array(Box(x))[1],
@@ -109,8 +114,10 @@ def test_your_special_method_is_differentiated_in_both_modes(f):
     (lambda x: -x * 2.0, -2.0), (lambda x: abs(-x) * 3.0, 3.0), (lambda x: math.floor(x) + x, 1.0),
     (lambda x: x // 0.25 + x, 1.0), (lambda x: divmod(x, 0.25)[1], 1.0), (lambda x: float(x) * x, 2 * 0.7),
     (lambda x: sum([x, x * x], 1.0), 1 + 2 * 0.7), (lambda x: math.sin(x), math.cos(0.7)),
+    (lambda x: sum(x * k for k in range(4)), 6.0), (lambda x: sum(map(float, [x, x]), start=x), 3.0),
 ])
 def test_numbers_keep_their_rules(f, slope):
+    assert bytegrad.value_and_gradient(f, 0.7)[0] == f(0.7)  # (3.12's sum of floats compensates: the same number)
     assert bytegrad.gradient(f, 0.7)[0] == pytest.approx(slope)
     assert bytegrad.jvp(f, (0.7,), (1.0,))[1] == pytest.approx(slope)
 
