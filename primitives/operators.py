@@ -373,7 +373,8 @@ def _refuse_elementwise(f, calls):
 
 _DUNDERS = {f: (f"__{n}__", f"__r{n}__", symbol) for f, n, symbol in (
     (op.add, "add", "+"), (op.sub, "sub", "-"), (op.mul, "mul", "*"), (op.truediv, "truediv", "/"),
-    (op.mod, "mod", "%"), (op.pow, "pow", "** or pow()"), (op.matmul, "matmul", "@"))}
+    (op.mod, "mod", "%"), (op.pow, "pow", "** or pow()"), (op.matmul, "matmul", "@"),
+    (op.floordiv, "floordiv", "//"), (divmod, "divmod", "divmod()"))}  # (the last two: `special`)
 
 for _f, _r, _symbol in ((op.iadd, _add, "+"), (op.isub, _sub, "-"), (op.imul, _mul, "*"),
                         (op.itruediv, _div, "/"), (op.imod, _mod, "%"), (op.ipow, _pow, "**"),

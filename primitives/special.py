@@ -89,10 +89,11 @@ def _objects_of_yours(a, b, name, rname) -> bool:
         (yours(a, name) is not None or yours(b, rname) is not None)
 
 
-def _binary(f, name, rname, symbol):
-    """``a op b`` by ``type(a).name`` or ``type(b).rname``, where either is yours: the
-    operators of `operators` and `tangent_python` that had no rule for an object."""
-    _DUNDERS[f] = (name, rname, symbol)
+def _binary(f):
+    """``a op b`` by ``type(a).name`` or ``type(b).rname`` (`operators._DUNDERS`), where
+    either is yours: the operators of `operators` and `tangent_python` that had no rule for
+    an object."""
+    name, rname, _ = _DUNDERS[f]
     old = RULES[f]
     fn = old.fn or (lambda a, b: (f(a, b), nograd(2)))
     fr = frule_for(f) or (lambda ts, a, b: (f(a, b), None))
@@ -109,8 +110,8 @@ def _binary(f, name, rname, symbol):
     frule(f, override=True)(tangent)
 
 
-_binary(op.floordiv, "__floordiv__", "__rfloordiv__", "//")
-_binary(divmod, "__divmod__", "__rdivmod__", "divmod()")
+_binary(op.floordiv)
+_binary(divmod)
 
 
 def _added(xs, start=0):
