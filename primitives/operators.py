@@ -99,6 +99,8 @@ def _minus(b, d):
     if type(b) is list or type(b) is tuple:
         return ub(b, -d)
     g = ub(b, d)
+    if type(g) is np.ndarray and not g.ndim:  # (NumPy's -g of a 0-d array is a scalar)
+        return np.negative(g, out=np.empty_like(g))
     return None if g is None else -g
 
 

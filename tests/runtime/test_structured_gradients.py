@@ -335,3 +335,15 @@ def test_an_objects_gradient_keeps_its_fields_order_through_del():
     g = bytegrad.gradient(_delete_and_set_again, o)[0]
     assert list(g) == ["a", "c"] and list(vars(o))[:2] == ["a", "c"]
     assert g["a"] is None and g["c"] == 2.0 + 5.0 * 2.0  # d/dc: 2 + 5 b
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y,
+                               lambda x, y: x + y + x, lambda x, y: np.sin(x) - y])
+def test_a_0d_array_argument_gets_a_0d_array_gradient(f):
+    """As every other shape: the gradient mirrors the argument (``+`` and ``-`` of two 0-d
+    arrays gave Python floats, other operations 0-d arrays)."""
+    x, y = np.array(1.5), np.array(-0.7)
+    for g, a in zip(bytegrad.gradient(f, x, y), (x, y)):
+        assert type(g) is np.ndarray and g.shape == () and g.dtype == np.float64
+        assert not np.shares_memory(g, a) and g.flags.writeable
