@@ -171,6 +171,9 @@ def _pullback(f, args, wrt, kw):
     n = len(args)
     asked = None
     kinds, memory = _scan(args)
+    if np.matrix in kinds:
+        raise TypeError(f"{full_name(f)} was given an np.matrix, whose * is a matrix product: the "
+                        f"rules, written for arrays, would give a wrong gradient; pass np.asarray(m)")
     if wrt is not None:
         wrt, entry = _entry(wrt, n)
         if len(wrt) < n and _aliased(memory, wrt):  # (all computed, those asked handed back)

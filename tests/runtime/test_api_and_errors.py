@@ -820,3 +820,17 @@ def test_arguments_that_never_equal_themselves_pass_the_pullbacks_check(other):
     # (NaT, an object NaN or an array of arrays: taken for a change, or NumPy's ValueError)
     _, back = bytegrad.pullback(lambda x, o: x * 2.0, 1.5, other)
     assert back(1.0) == (2.0, None)
+
+
+@pytest.mark.regression
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_an_np_matrix_argument_is_refused_in_reverse_mode():
+    """Its ``*`` is a matrix product, so the rules' arithmetic on its gradients was wrong:
+    ``mean(multiply(m, m))`` gave (M + 5) / 3 where 2 M / 9 is right."""
+    m = np.matrix(np.arange(1.0, 10.0).reshape(3, 3))
+    f = lambda a: float(np.mean(np.multiply(a, a)))  # noqa: E731
+    for call in (lambda: bytegrad.gradient(f, m), lambda: bytegrad.grad(f)(m),
+                 lambda: bytegrad.pullback(f, m), lambda: bytegrad.jacrev(lambda a: a * a)(m)):
+        with pytest.raises(TypeError, match=r"np\.matrix.*np\.asarray\(m\)"):
+            call()
+    assert np.allclose(bytegrad.gradient(f, np.asarray(m))[0], 2 * np.asarray(m) / 9)
