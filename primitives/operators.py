@@ -24,6 +24,7 @@ from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
 from ..runtime.batching import Batch
+from ..runtime.errors import user_location
 from ..runtime.forward import forward
 from ..runtime.mutation import wrapping
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, only_reads, returns_scalars, \
@@ -76,6 +77,8 @@ def _sum_back(a, b, sign, y):
     only the operands' shapes and dtypes, not the arrays."""
     if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case: the helpers inline)
         fa, fb = a.dtype.kind in "fc", b.dtype.kind in "fc"
+        if (fa or fb) and y.dtype.kind == "O":
+            _refuse_objects("+" if sign > 0 else "-")
         a, b = Like((a.shape, a.dtype)), Like((b.shape, b.dtype))
         if sign > 0 and fa and fb and a == b == (y.shape, y.dtype):  # both get d
             return lambda d: (None, *(ub(a, d),) * 2)  # (ub hands d back when it fits)
@@ -88,8 +91,28 @@ def _sum_back(a, b, sign, y):
         return lambda d: (None, *(ub(like, d),) * 2)
     a, b = light(a), light(b)
     fa, fb = active(a), active(b)
+    if (fa or fb) and type(y) is np.ndarray and y.dtype.kind == "O":
+        _refuse_objects("+" if sign > 0 else "-")
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
                           (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
+
+
+def _made(y, a, b, symbol):
+    """``y``, the result of ``a symbol b``, unless it is an array of objects made from a
+    value with a gradient (`_refuse_objects`)."""
+    if type(y) is np.ndarray and y.dtype.kind == "O" and (active(a) or active(b)):
+        _refuse_objects(symbol)
+    return y
+
+
+def _refuse_objects(symbol):
+    """Refuse an array of objects (dtype=object) made by ``symbol`` from a value with a
+    gradient: no rule follows a gradient through one, so it was lost (None, silently)."""
+    file, line = user_location()
+    raise NotImplementedError(
+        f"{file}:{line}: {symbol} made an array of objects (dtype=object) from a value with a gradient; "
+        f"bytegrad does not differentiate arrays of objects (the gradient would be lost): "
+        f"convert the array of objects to floats first (o.astype(float))")
 
 
 def _minus(b, d):
@@ -160,14 +183,15 @@ def _mul(a, b):
             g = type(seq)(_sum_items(d[i::k]) for i in range(k))
             return (None, g, None) if seq is a else (None, None, g)
         return seq * n, back
-    return a * b, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
+    y = _made(a * b, a, b, "*")
+    return y, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
 @rule(op.truediv)
 def _div(a, b):
     if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.truediv, a, b)):
         return m
-    y = a / b
+    y = _made(a / b, a, b, "/")
     r = _real(a, b)
     if r is not None and b:  # (b is 0 only as a float64 here: float / 0.0 raised)
         fa, fb = r
@@ -301,7 +325,7 @@ def _matmul(a, b):
     def back(d):
         ga, gb = matmul_thunks(a, b, d)
         return _grads(a, b, ga, gb)
-    return a @ b, back
+    return _made(a @ b, a, b, "@"), back
 
 
 @rule(op.neg)

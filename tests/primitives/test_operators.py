@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bytegrad
-from checks import check_grad
+from checks import check_grad, fd_gradient
 
 
 class Curve:
@@ -138,3 +138,17 @@ def test_an_array_and_an_object_numpy_adds_elementwise_is_refused():
     with pytest.raises(NotImplementedError, match=r"an array \* a Fraction: NumPy calls "
                                                   r"Fraction.__rmul__ on each element.*convert"):
         bytegrad.gradient(lambda x: np.sum(np.tanh(x) * Fraction(1, 3)), np.array([0.3, -0.7]))
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [lambda x, o: np.sum((o + x) * x), lambda x, o: np.sum(x - o),
+                               lambda x, o: np.sum(o * x), lambda x, o: np.sum(x / o),
+                               lambda x, o: np.sum(o[:, None] @ x[None, :])])
+def test_an_array_of_objects_made_from_a_value_with_a_gradient_is_refused(f):
+    """No rule follows a gradient through an array of dtype object: x's gradient was None,
+    silently.  Refused where the array is made, naming the line and the fix."""
+    x, o = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.5, 2.5], dtype=object)
+    with pytest.raises(NotImplementedError, match=r"test_operators\.py:\d+: .*dtype=object.*astype\(float\)"):
+        bytegrad.gradient(f, x, o)
+    floats = o.astype(float)
+    assert bytegrad.gradient(f, x, floats)[0] == pytest.approx(fd_gradient(f, (x, floats), 0))
