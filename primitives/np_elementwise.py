@@ -90,7 +90,7 @@ from . import _util
 from ._named import by_name
 from ._on_import import when_imported
 from ._util import abs_grad, active, conj, fused, kernel, unbroadcast as ub, zero_cotangent
-from .operators import _grads, pow_grads
+from .operators import _grads, made, pow_grads
 
 _NOGRAD1 = nograd(1)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -442,7 +442,7 @@ BINARY = [
 
 def binary_rule(f, ga, gb):
     def r(a, b, *rest, **kw):
-        y = _call(f, (a, b), rest, kw) if rest or kw else f(a, b)
+        y = made(_call(f, (a, b), rest, kw) if rest or kw else f(a, b), a, b, f"np.{f.__name__}")
         a2, b2 = _arr(a), _arr(b)
         return y, lambda d: _grads(a, b, lambda: ub(a, ga(d, a2, b2, y)),
                                    gb and (lambda: ub(b, gb(d, a2, b2, y))))
@@ -461,7 +461,7 @@ for _fs, _ga, _gb in BINARY:
 
 def _power_rule(f):
     def r(a, b, *rest, **kw):
-        y = _call(f, (a, b), rest, kw) if rest or kw else f(a, b)
+        y = made(_call(f, (a, b), rest, kw) if rest or kw else f(a, b), a, b, f"np.{f.__name__}")
         return y, lambda d: pow_grads(a, b, y, d, f)
     return r
 

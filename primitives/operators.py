@@ -97,7 +97,7 @@ def _sum_back(a, b, sign, y):
                           (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
 
 
-def _made(y, a, b, symbol):
+def made(y, a, b, symbol):
     """``y``, the result of ``a symbol b``, unless it is an array of objects made from a
     value with a gradient (`_refuse_objects`)."""
     if type(y) is np.ndarray and y.dtype.kind == "O" and (active(a) or active(b)):
@@ -183,7 +183,7 @@ def _mul(a, b):
             g = type(seq)(_sum_items(d[i::k]) for i in range(k))
             return (None, g, None) if seq is a else (None, None, g)
         return seq * n, back
-    y = _made(a * b, a, b, "*")
+    y = made(a * b, a, b, "*")
     return y, lambda d: _grads(a, b, lambda: ub(a, d * conj(b)), lambda: ub(b, conj(a) * d))
 
 
@@ -191,7 +191,7 @@ def _mul(a, b):
 def _div(a, b):
     if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.truediv, a, b)):
         return m
-    y = _made(a / b, a, b, "/")
+    y = made(a / b, a, b, "/")
     r = _real(a, b)
     if r is not None and b:  # (b is 0 only as a float64 here: float / 0.0 raised)
         fa, fb = r
@@ -325,7 +325,7 @@ def _matmul(a, b):
     def back(d):
         ga, gb = matmul_thunks(a, b, d)
         return _grads(a, b, ga, gb)
-    return _made(a @ b, a, b, "@"), back
+    return made(a @ b, a, b, "@"), back
 
 
 @rule(op.neg)

@@ -143,7 +143,8 @@ def test_an_array_and_an_object_numpy_adds_elementwise_is_refused():
 @pytest.mark.regression
 @pytest.mark.parametrize("f", [lambda x, o: np.sum((o + x) * x), lambda x, o: np.sum(x - o),
                                lambda x, o: np.sum(o * x), lambda x, o: np.sum(x / o),
-                               lambda x, o: np.sum(o[:, None] @ x[None, :])])
+                               lambda x, o: np.sum(o[:, None] @ x[None, :]),
+                               lambda x, o: np.sum(np.multiply(o, x)), lambda x, o: np.sum(np.power(x, o))])
 def test_an_array_of_objects_made_from_a_value_with_a_gradient_is_refused(f):
     """No rule follows a gradient through an array of dtype object: x's gradient was None,
     silently.  Refused where the array is made, naming the line and the fix."""
