@@ -210,7 +210,7 @@ def fused(kern, d, u, *consts):
     if dt != u.dtype or dt.char not in "fd" or d.shape != u.shape or \
             not (d.flags.c_contiguous and u.flags.c_contiguous):
         return None
-    if not (_numba or _numba is None and have_numba()):
+    if not have_numba():
         return None
     out = buffers.empty(d.shape, dt)
     t = float if dt.char == "d" else dt.type  # numba reads a float faster than a float64

@@ -67,32 +67,20 @@ def _repeats(n) -> bool:
 def _grads(a, b, ga, gb):
     """The pullback result for thunks ``ga``, ``gb`` of the operands' gradients;
     the thunk of an operand that cannot carry a gradient is never called."""
-    nd = np.ndarray  # (an array's test inline)
-    return Lazy(None, ga if (a.dtype.kind in "fc" if type(a) is nd else active(a)) else None,
-                gb if (b.dtype.kind in "fc" if type(b) is nd else active(b)) else None)
+    return Lazy(None, ga if active(a) else None, gb if active(b) else None)
 
 
 def _sum_back(a, b, sign, y):
     """The pullback of ``y = a + b`` (``sign`` 1) or ``a - b`` (-1) on arrays, holding
     only the operands' shapes and dtypes, not the arrays."""
-    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case: the helpers inline)
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # (`light` and `active` inline: the usual case)
         fa, fb = a.dtype.kind in "fc", b.dtype.kind in "fc"
-        if (fa or fb) and y.dtype.kind == "O":
-            _refuse_objects("+" if sign > 0 else "-")
         a, b = Like((a.shape, a.dtype)), Like((b.shape, b.dtype))
-        if sign > 0 and fa and fb and a == b == (y.shape, y.dtype):  # both get d
-            return lambda d: (None, *(ub(a, d),) * 2)  # (ub hands d back when it fits)
-        # (an operand of the result's shape and dtype gets d itself, without a call)
-        return lambda d: Lazy(None, (lambda: d if type(d) is np.ndarray and d.dtype is a[1] and
-                                     d.shape == a[0] else ub(a, d)) if fa else None,
-                              (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
-    if sign > 0 and _as(a, y) and _as(b, y):  # no broadcasting, no casting: both get d
-        like = light(y)
-        return lambda d: (None, *(ub(like, d),) * 2)
-    a, b = light(a), light(b)
-    fa, fb = active(a), active(b)
-    if (fa or fb) and type(y) is np.ndarray and y.dtype.kind == "O":
-        _refuse_objects("+" if sign > 0 else "-")
+    else:
+        a, b = light(a), light(b)
+        fa, fb = active(a), active(b)
+    if sign > 0 and fa and fb and type(a) is Like is type(b) and a == b == (y.shape, y.dtype):
+        return lambda d: (None, *(ub(a, d),) * 2)  # no broadcasting, no casting: both get d
     return lambda d: Lazy(None, (lambda: ub(a, d)) if fa else None,
                           (lambda: ub(b, d) if sign > 0 else _minus(b, d)) if fb else None)
 
@@ -127,42 +115,32 @@ def _minus(b, d):
     return None if g is None else -g
 
 
-def _as(x, y) -> bool:
-    """Whether array operand ``x`` has the shape and dtype of the result ``y``."""
-    return type(x) is np.ndarray and x.shape == y.shape and x.dtype is y.dtype \
-        and x.dtype.kind in "fc"
-
-
 @rule(op.add)
 def _add(a, b):
-    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case first)
-        y = a + b
-        return y, _sum_back(a, b, 1, y)
-    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.add, a, b)):
-        return m
-    r = _real(a, b)
-    if r is not None:
-        fa, fb = r
-        return a + b, lambda d: (None, d if fa else None, d if fb else None)
-    if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
-        n = len(a)
-        return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
-    y = a + b
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:  # (two arrays: the usual case)
+        if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.add, a, b)):
+            return m
+        r = _real(a, b)
+        if r is not None:
+            fa, fb = r
+            return a + b, lambda d: (None, d if fa else None, d if fb else None)
+        if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
+            n = len(a)
+            return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
+    y = made(a + b, a, b, "+")
     return y, _sum_back(a, b, 1, y)
 
 
 @rule(op.sub)
 def _sub(a, b):
-    if type(a) is np.ndarray and type(b) is np.ndarray:  # (the usual case first)
-        y = a - b
-        return y, _sum_back(a, b, -1, y)
-    if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.sub, a, b)):
-        return m
-    r = _real(a, b)
-    if r is not None:
-        fa, fb = r
-        return a - b, lambda d: (None, d if fa else None, -d if fb else None)
-    y = a - b
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:  # (two arrays: the usual case)
+        if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.sub, a, b)):
+            return m
+        r = _real(a, b)
+        if r is not None:
+            fa, fb = r
+            return a - b, lambda d: (None, d if fa else None, -d if fb else None)
+    y = made(a - b, a, b, "-")
     return y, _sum_back(a, b, -1, y)
 
 

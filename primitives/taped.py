@@ -41,7 +41,7 @@ def _slow(w, push, f, *args):
     """The call through ``f``'s ordinary rule, its pullback on the tape, watched through
     ``w`` (`WATCH`, or `KEPT` for the record of a value the function only reads)."""
     y, pb = RULES[f].fn(*args)
-    push(pb if type(y) not in w.kinds and not w.all else watch(w, pb, y, f, *args))  # (`watch`'s test inline)
+    push(watch(w, pb, y, f, *args))
     return y
 
 

@@ -166,8 +166,7 @@ def _callable(f):
 
 def _pullback(f, args, wrt, kw):
     """`pullback`, run inside a computation; its ``reverse`` too."""
-    if not callable(f):
-        _callable(f)
+    _callable(f)
     n = len(args)
     asked = None
     kinds, memory = _scan(args)
@@ -260,8 +259,7 @@ def _scan(args):
     for a in args:
         t = type(a)
         if t is np.ndarray:
-            b = a.base
-            memory.append(id(b) if isinstance(b, np.ndarray) else id(a))
+            memory.append(_key(a))
             if a.dtype.hasobject:
                 t = object
         else:
@@ -275,13 +273,9 @@ def _aliased(memory, wrt) -> bool:
     the transform where only ``wrt`` is active would take it for a constant, though a
     change through either changes both.  (Then every argument's gradient is computed, so
     one argument's does not depend on which others were asked for.)"""
-    k = len(wrt)
-    if _first(wrt):
-        mine, others = set(memory[:k]), memory[k:]
-    else:
-        mine, others = {memory[i] for i in wrt}, [m for i, m in enumerate(memory) if i not in wrt]
+    mine = {memory[i] for i in wrt}
     mine.discard(None)  # (numbers)
-    return not mine.isdisjoint(others)
+    return not mine.isdisjoint([m for i, m in enumerate(memory) if i not in wrt])
 
 
 def _plain(code, n) -> bool:
@@ -342,25 +336,14 @@ def _flat(gs, like, avoid, memory):
     held = set()
     for x in (avoid[0],) if memory is not None else (avoid[0], *like, *avoid[1]):
         if type(x) is np.ndarray:
-            b = x.base
-            held.add(id(b) if isinstance(b, np.ndarray) else id(x))
+            held.add(_key(x))
         elif type(x) not in _FLAT:
             return None
     if memory is not None:
         held.update(memory)
-    out = []
-    for g in gs:
-        if type(g) is np.ndarray:
-            b = g.base
-            key = id(b) if isinstance(b, np.ndarray) else id(g)
-            if key in held or not g.flags.writeable:
-                g = g.copy()
-            else:
-                held.add(key)
-        elif type(g) not in _FLAT:
-            return None
-        out.append(g)
-    return tuple(out)
+    if not _FLAT.issuperset(map(type, gs)):
+        return None
+    return tuple([_own(g, held, held) if type(g) is np.ndarray else g for g in gs])
 
 
 _DEPTH = 100  # deeper parts are handed on as they are (a linked list must not recurse away)

@@ -338,12 +338,14 @@ def test_an_objects_gradient_keeps_its_fields_order_through_del():
 
 
 @pytest.mark.regression
-@pytest.mark.parametrize("f", [lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y,
-                               lambda x, y: x + y + x, lambda x, y: np.sin(x) - y])
-def test_a_0d_array_argument_gets_a_0d_array_gradient(f):
+@pytest.mark.parametrize("f, slopes", [
+    (lambda x, y: x + y, lambda x, y: (1.0, 1.0)), (lambda x, y: x - y, lambda x, y: (1.0, -1.0)),
+    (lambda x, y: x * y, lambda x, y: (y, x)), (lambda x, y: x + y + x, lambda x, y: (2.0, 1.0)),
+    (lambda x, y: np.sin(x) - y, lambda x, y: (np.cos(x), -1.0))])
+def test_a_0d_array_argument_gets_a_0d_array_gradient(f, slopes):
     """As every other shape: the gradient mirrors the argument (``+`` and ``-`` of two 0-d
     arrays gave Python floats, other operations 0-d arrays)."""
     x, y = np.array(1.5), np.array(-0.7)
-    for g, a in zip(bytegrad.gradient(f, x, y), (x, y)):
+    for g, a, want in zip(bytegrad.gradient(f, x, y), (x, y), slopes(x, y)):
         assert type(g) is np.ndarray and g.shape == () and g.dtype == np.float64
-        assert not np.shares_memory(g, a) and g.flags.writeable
+        assert not np.shares_memory(g, a) and g.flags.writeable and g == pytest.approx(want)
