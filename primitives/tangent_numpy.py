@@ -29,6 +29,7 @@ from ..runtime.tangents import current
 from ._tangent import dense, fit, plus
 from .arrays import _CONVERTER, _overridden, array_function
 from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
+from .np_linalg import _mH
 from .np_reductions import _axes, kshape, norm_gradient, norm_kind
 from .operators import _log
 
@@ -560,11 +561,13 @@ def _cholesky(ts, a, *rest, **kw):
     y = np.linalg.cholesky(a, *rest, **kw)
     if ts[0] is None:
         return y, None
-    inv_l = np.linalg.inv(y)
-    da = (ts[0] + np.conj(np.swapaxes(ts[0], -1, -2))) / 2  # (the Hermitian part: f((a + a^H) / 2))
-    m = inv_l @ da @ np.conj(np.swapaxes(inv_l, -1, -2))
+    low = _mH(y) if kw.get("upper", False) else y  # (upper=True gives L^H: its tangent is dL^H)
+    inv_l = np.linalg.inv(low)
+    da = (ts[0] + _mH(ts[0])) / 2  # (the Hermitian part: f((a + a^H) / 2))
+    m = inv_l @ da @ _mH(inv_l)
     phi = np.tril(m, -1) + 0.5 * m * np.eye(m.shape[-1])
-    return y, y @ phi
+    dl = low @ phi
+    return y, _mH(dl) if low is not y else dl
 
 
 @frule(np.nan_to_num)

@@ -130,6 +130,19 @@ def test_cholesky_in_forward_mode_along_a_symmetric_direction():
 
 
 @pytest.mark.regression
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("imag", [0.0, 1.0])
+def test_cholesky_upper_factor_in_forward_mode(upper, imag):
+    a = S + imag * 1j * np.array([[0.0, 0.3, -0.1], [-0.3, 0.0, 0.2], [0.1, -0.2, 0.0]])
+    v = np.array([[1.0, 0.3, -0.2], [0.3, 0.5, 0.1], [-0.2, 0.1, 2.0]]) + imag * 0.4j * np.triu(np.ones((3, 3)), 1)
+    f = lambda a: np.linalg.cholesky(a, upper=upper)
+    herm = lambda a: f((a + a.conj().T) / 2)
+    y, t = bytegrad.jvp(f, (a,), (v,))
+    np.testing.assert_allclose(y, f(a))
+    np.testing.assert_allclose(t, fd_directional(herm, (a,), (v,)), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.regression
 def test_cholesky_of_a_complex_matrix_in_forward_mode():
     a = S + 1j * np.array([[0.0, 0.3, -0.1], [-0.3, 0.0, 0.2], [0.1, -0.2, 0.0]])
     v = np.array([[0.2, 1.0 + 0.5j, 0.0], [0.3j, -0.4, 1.0], [0.5, 0.0, 0.7]])
