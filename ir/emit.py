@@ -355,9 +355,10 @@ class _Emitter:
 
     def pull(self, args, line):
         """``ops.pull(K, pb, dy)``: ``pb.func(pb.args[0], dy)`` where ``type(pb) is K``,
-        else ``pb.__call__(dy)``."""
+        ``pb(dy)`` where it is a function (a rule's closure: the interpreter runs it without
+        a C frame, as it does a method), else ``pb.__call__(dy)``."""
         kind, pb, dy = args
-        slow, end = Label(), Label()
+        slow, other, end = Label(), Label(), Label()
         self.call(type, [pb], {}, line)
         self.load(kind, line)
         self.i("IS_OP", 0, line)
@@ -373,6 +374,13 @@ class _Emitter:
         self.put(WRITER.call(2), line)
         self.i("JUMP_FORWARD", end, line)
         self.out.append(slow)
+        self.call(type, [pb], {}, line)
+        self.load(types.FunctionType, line)
+        self.i("IS_OP", 0, line)
+        self.put(WRITER.jump_if(False, other, forward=True), line)
+        self.call(pb, [dy], {}, line)
+        self.i("JUMP_FORWARD", end, line)
+        self.out.append(other)
         self.load(pb, line)
         self.put(WRITER.load_method("__call__"), line)
         self.load(dy, line)

@@ -32,6 +32,7 @@ gradient as a tuple with None for components without gradient.
 from __future__ import annotations
 
 import operator
+from functools import partial
 
 from ._frozen import np
 
@@ -123,7 +124,7 @@ def matmul_thunks(a, b, d):
     if type(a) is np.ndarray and type(b) is np.ndarray and type(d) is np.ndarray and \
             a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and d.dtype is a.dtype and \
             a.dtype.kind == "f":  # real matrices, the usual case: nothing to conjugate or sum back
-        return lambda: buffers.matmul(d, b.T), lambda: buffers.matmul(a.T, d)
+        return partial(buffers.matmul, d, b.T), partial(buffers.matmul, a.T, d)
     a2, b2 = np.asarray(a), np.asarray(b)
     if type(d) is Eye:  # d(A @ B) = s I (from a trace): s B^H and s A^H, no product
         s = d.value

@@ -280,10 +280,13 @@ def _pow(a, b, *mod):
         return y, lambda d: (None, d * b * a ** (b - 1) if b > 0 else int_power_grad(d, a, b),
                              None)
     y_b = y if active(b) else None  # (only the exponent's gradient needs y: not kept for x ** 2)
+    return y, lambda d: pow_back(a, b, y_b, d)
 
-    def back(d):  # (structured and sparse gradients reach it: `takes_structured` below)
-        return _fill_back(a, b, y_b, d) if type(d) is Fill else pow_grads(a, b, y_b, unwrap(d))
-    return y, back
+
+def pow_back(a, b, y, d):
+    """The pullback result of ``y = a ** b`` (``y`` None unless ``b`` may carry a
+    gradient); structured and sparse gradients ``d`` reach it (`takes_structured` below)."""
+    return _fill_back(a, b, y, d) if type(d) is Fill else pow_grads(a, b, y, unwrap(d))
 
 
 def _fill_back(a, b, y, d):

@@ -1,7 +1,9 @@
 """Rules that put values on the tape, not closures: arithmetic on real scalars, ``math``
-functions of floats, and reads of one element of an array.
+functions of floats, and reads of one element of an array; for real floating arrays that
+need no watching (`ops.watch`), ``a ± b`` (their shapes and dtypes) and ``a ** n``.
 
-Scalar loops are made of these, one closure and its cells per operation otherwise.
+Scalar loops are made of these, one closure and its cells per operation otherwise; array
+code, a closure, its `Lazy` result and the rule's own layers.
 Each rule here is a pair.  ``record(push, *args)`` runs in the forward code in place of
 the call: for real scalars it pushes what the derivative needs (the operands, or a small
 int saying which are floats) and returns the result; for anything else it calls the
@@ -27,11 +29,11 @@ from ._frozen import np
 from ..ir.ops import Inline, InlineBack, watch
 from ..runtime.algebra import Buffer, OneHot, accum
 from ..runtime.mutation import runs_without_gradient
-from ..runtime.rules import RULES, taped
+from ..runtime.rules import RULES, Lazy, taped
 from ..runtime.watch import KEPT, WATCH
-from ._util import zero_cotangent
+from ._util import Like, unbroadcast as ub, zero_cotangent
 from .math import _UNARY
-from .operators import int_power_grad
+from .operators import _minus, int_power_grad, pow_back
 
 _F64 = np.float64
 _NONES = (None,) * 4
@@ -55,11 +57,34 @@ _FLOATS = frozenset({float, _F64})
 _REAL = _FLOATS | {int}  # (not bool, complex, nor float32: they take the rule)
 
 
+def _plain(w, a, b):
+    """Whether ``a`` and ``b`` are real floating arrays whose result needs no watching
+    (`ops.watch`: nothing mutated yet, and ``w`` lets arrays by: a `KEPT` value)."""
+    return not w.all and a.dtype.kind == "f" == b.dtype.kind and _ARRAY not in w.kinds
+
+
+_ARRAY = np.ndarray
+_SHAPED, _BROADCAST = 4, 5  # on the tape after the arrays' `Like`s: one (both alike), or two
+
+
 def _signed(f, sign, w):
-    """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds."""
+    """``a + b`` (sign 1) or ``a - b`` (-1): the derivatives need only the kinds of
+    numbers, or the shapes and dtypes of arrays."""
+    minus = ub if sign > 0 else _minus
+
     def record(push, a, b):
         ta, tb = type(a), type(b)
         if ta not in _REAL or tb not in _REAL:
+            if ta is _ARRAY is tb and _plain(w, a, b):
+                y = a + b if sign > 0 else a - b
+                if type(y) is _ARRAY:  # (not of two 0-d arrays)
+                    push(Like((a.shape, a.dtype)))
+                    if a.shape == b.shape and a.dtype is b.dtype:
+                        push(_SHAPED)
+                    else:
+                        push(Like((b.shape, b.dtype)))
+                        push(_BROADCAST)
+                    return y
             return _slow(w, push, f, a, b)
         push((ta is not int) + 2 * (tb is not int))  # which are floats: 0-3
         return a + b if sign > 0 else a - b
@@ -67,6 +92,12 @@ def _signed(f, sign, w):
     def given(k, pop, d):
         if type(k) is not int:
             return _slow_back(k, d)
+        if k >= _SHAPED:
+            lb = pop()
+            la = pop() if k == _BROADCAST else lb
+            if d is None:
+                return _NONES
+            return Lazy(None, partial(ub, la, d), partial(minus, lb, d))
         if d is None:
             return _NONES
         return None, d if k & 1 else None, (d if sign > 0 else -d) if k & 2 else None
@@ -118,17 +149,30 @@ def _quotient(a, b, d):
 
 
 def _power(f, w):
-    """``a ** n`` for a float ``a`` and an int ``n``; other powers take the rule."""
+    """``a ** n`` for a float ``a``, or a real floating array, and an int ``n``; other
+    powers take the rule."""
     def record(push, a, n):
-        if type(a) in _FLOATS and type(n) is int:
-            y = a ** n  # (first: 0.0 ** -1 raises)
-            push(a)
-            push(n)
-            return y
+        if type(n) is int:
+            if type(a) in _FLOATS:
+                y = a ** n  # (first: 0.0 ** -1 raises)
+                push(a)
+                push(n)
+                return y
+            if type(a) is _ARRAY and _plain(w, a, a):
+                y = a ** n
+                if type(y) is _ARRAY:
+                    push(a)
+                    push(n)
+                    push(_ARRAY)
+                    return y
         return _slow(w, push, f, a, n)
 
     def back(pop, d):
         n = pop()
+        if n is _ARRAY:
+            n = pop()
+            a = pop()
+            return _NONES if d is None else pow_back(a, n, None, d)
         if type(n) is not int:
             return _slow_back(n, d)
         a = pop()

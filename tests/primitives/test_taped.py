@@ -131,3 +131,66 @@ def test_taped_and_rule_paths_mixed_in_one_loop(kinds):
             s += math.exp(w) * w
         return s
     check_stateful(f, 0.3, vals)
+
+
+# -- arrays: the shapes and dtypes of ``a ± b`` and the base of ``a ** n`` on the tape, for
+#    values the function only reads (`transforms.kept`); the rule's pullback otherwise
+
+_SHAPES = [((3, 2), (3, 2)), ((3, 2), (2,)), ((2,), (3, 2)), ((3, 1), (1, 2)), ((), (3,)),
+           ((3,), ()), ((), ())]
+_DTYPES = [np.float64, np.float32, np.dtype(">f8")]
+
+
+def _summed(g, shape):
+    """``g`` summed back to ``shape`` over the axes broadcasting added or stretched."""
+    g = np.sum(g, axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g
+    return np.sum(g, axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True).reshape(shape)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("shapes", _SHAPES)
+@given(da=st.sampled_from(_DTYPES), db=st.sampled_from(_DTYPES), seed=st.integers(0, 5))
+def test_sums_and_differences_of_arrays(sign, shapes, da, db, seed):
+    a, b = arr(shapes[0], da, seed), arr(shapes[1], db, seed + 1)
+
+    def f(a, b):
+        return np.sum(np.sin(a + b if sign > 0 else a - b))
+    ga, gb = bytegrad.gradient(f, a, b)
+    c = np.cos(a.astype(float) + sign * b.astype(float))
+    tol = 1e-3 if np.float32 in (da, db) else 1e-12
+    for g, x, s in ((ga, a, 1), (gb, b, sign)):
+        assert np.shape(g) == x.shape and np.asarray(g).dtype.type is x.dtype.type
+        np.testing.assert_allclose(g, s * _summed(c, x.shape), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shapes", _SHAPES[:3])
+def test_the_gradient_asked_for_of_a_sum_of_arrays(shapes):
+    a, b = arr(shapes[0]), arr(shapes[1], seed=1)
+    c = np.cos(a - b)
+    g = bytegrad.grad(lambda a, b: np.sum(np.sin(a - b)), argnums=1)(a, b)
+    np.testing.assert_allclose(g, -_summed(c, b.shape), rtol=1e-12)
+    both = bytegrad.grad(lambda a, b: np.sum(np.sin(a + b) * (a - b)), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(both[0], _summed(np.cos(a + b) * (a - b) + np.sin(a + b), a.shape), rtol=1e-12)
+    np.testing.assert_allclose(both[1], _summed(np.cos(a + b) * (a - b) - np.sin(a + b), b.shape), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [-2, 0, 1, 2, 3])
+@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("reduce", [np.sum, np.mean])  # (np.mean's gradient: one number everywhere)
+def test_integer_powers_of_arrays(n, dtype, reduce):
+    x = (np.abs(arr((3, 2))) + 0.5).astype(dtype)
+    g = bytegrad.grad(lambda x: reduce(x ** n))(x)
+    if n == 0:  # (a constant: the zero gradient, None)
+        assert g is None
+        return
+    assert g.dtype.type is x.dtype.type
+    expect = n * x.astype(float) ** (n - 1) / (x.size if reduce is np.mean else 1)
+    np.testing.assert_allclose(g, expect, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_array_arithmetic_after_a_change_in_place():
+    def f(x, b):
+        y = x * 1.0
+        y[0] = 2.0 * y[1]  # (something mutated: every pullback is told)
+        return np.sum((y + b) ** 2 - (x - b))
+    check_stateful(f, arr(3), arr(3, seed=1))
