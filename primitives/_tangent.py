@@ -82,7 +82,7 @@ def consume(xs, d):
         xs, d = python_iterated(xs, d)
     at = xs.i if type(xs) is IndexIter or type(xs) is TangentGenerator else 0
     v = list(xs)
-    return v, _taken(xs, d, at, len(v))
+    return v, item_tangents(xs, d, at, len(v))
 
 
 def listed(xs, d):
@@ -96,39 +96,7 @@ def listed(xs, d):
     return xs, d
 
 
-
-def consume_rows(xss, ts, strict=False):
-    """``(rows, tangents)``: the rows of ``zip(*xss, strict=strict)``, taken as Python's
-    zip takes them (up to the shortest: an endless iterator is fine), and for each of
-    ``xss`` the tangents of the items it gave (None when all are zero)."""
-    its = [xs for xs in xss if type(xs) is IndexIter or type(xs) is TangentGenerator]
-    if len({id(it) for it in its}) < len(its):  # (zip(g, g): one iterator, items in turn)
-        return _rows_in_turn(xss, ts)
-    at = [xs.i if type(xs) is IndexIter or type(xs) is TangentGenerator else 0 for xs in xss]
-    rows = list(zip(*xss, strict=strict))
-    return rows, [_taken(xs, d, i, len(rows)) for xs, d, i in zip(xss, ts, at)]
-
-
-def _rows_in_turn(xss, ts):
-    """`consume_rows` where an iterator is given more than once: taken an item at a time."""
-    its = [(xs, d) if type(xs) is IndexIter or type(xs) is TangentGenerator else
-           (IndexIter(xs), d) if isinstance(xs, (list, tuple, np.ndarray)) else (iter(xs), None)
-           for xs, d in zip(xss, ts)]
-    rows, cols = [], [[] for _ in its]
-    while True:
-        row = []
-        for (it, d), col in zip(its, cols):
-            i = getattr(it, "i", 0)
-            try:
-                row.append(next(it))
-            except StopIteration:
-                return rows, [None if all(t is None for t in c) else c for c in cols]
-            col.append(it.tangents[-1] if type(it) is TangentGenerator else
-                       None if d is None else current().refresh(it.xs, d)[i] if type(it) is IndexIter else None)
-        rows.append(tuple(row))
-
-
-def _taken(xs, d, at, n):
+def item_tangents(xs, d, at, n):
     """The tangents of the ``n`` items of ``xs`` taken from position ``at``, read from
     its tangent ``d`` (a dict's keys and a set's items have none)."""
     if type(xs) is TangentGenerator:  # (what the items taken left there)

@@ -160,12 +160,16 @@ def _unpack_ex(seq, before, after):
 
 
 class IndexIter:
-    """The iterator of a differentiable sequence, which knows the position it is at."""
+    """The iterator of a differentiable sequence, which knows the position it is at.
 
-    __slots__ = ("xs", "i")
+    ``zip`` and ``enumerate`` return one over the rows they take at the call; when they
+    took them from other such iterators, ``feeds`` advances those as Python's would, a
+    row at a time."""
 
-    def __init__(self, xs):
-        self.xs, self.i = xs, 0
+    __slots__ = ("xs", "i", "feeds")
+
+    def __init__(self, xs, feeds=None):
+        self.xs, self.i, self.feeds = xs, 0, feeds
 
     @property
     def gradient_of(self):
@@ -178,6 +182,8 @@ class IndexIter:
 
     def __next__(self):
         i = self.i
+        if self.feeds is not None:
+            self.feeds.step(i, len(self.xs))
         if i >= len(self.xs):
             raise StopIteration
         self.i = i + 1
@@ -201,11 +207,56 @@ def _iter(xs, *sentinel):
     return iter(xs, *sentinel), nograd(1 + len(sentinel))
 
 
+class Feeds:
+    """The arguments of a ``zip`` or ``enumerate`` whose rows were taken at the call, some
+    of them iterators (`IndexIter`): row ``i`` advances each of those past the item it
+    holds, and the end takes one more item from the arguments before the first exhausted
+    one, as Python's zip does (again at each call after it).  An iterator moved
+    elsewhere in between would make the rows stale: refused."""
+
+    __slots__ = ("args", "at")
+
+    def __init__(self, args):
+        self.args = args
+        self.at = [x.i if type(x) is IndexIter else 0 for x in args]
+
+    def step(self, i, n):
+        if i < n:
+            for j, x in enumerate(self.args):
+                if type(x) is IndexIter:
+                    if x.i != self.at[j]:
+                        raise _moved()
+                    next(x)
+                self.at[j] += 1
+            return
+        for j, x in enumerate(self.args):
+            if type(x) is IndexIter:
+                if next(x, _END) is _END:
+                    return
+            elif self.at[j] >= len(x):  # (the only arguments besides iterators: sequences)
+                return
+            self.at[j] += 1
+
+
+_END = object()
+
+
+def _moved():
+    file, line = user_location()
+    return NotImplementedError(
+        f"{file}:{line}: an iterator given to zip/enumerate was advanced by other code while "
+        f"the zip/enumerate was being read; bytegrad takes their rows when zip/enumerate is "
+        f"called: take the rows into a list first (list(zip(...))), or read one of the two")
+
+
 @rule(IndexIter)
-def _index_iter(xs):
+def _index_iter(xs, *feeds):
     # (as ``iter``'s: a forward rule makes one directly, and a level lifting it follows
     # the items' gradients, one-hots of ``xs``, back to ``xs``)
-    return IndexIter(xs), lambda d: (None, d)
+    return IndexIter(xs, *feeds), lambda d: (None, d) + (None,) * len(feeds)
+
+
+nondifferentiable(Feeds)
 
 
 def python_iterable(x) -> bool:
@@ -339,17 +390,42 @@ def _same(u, v):
 
 @rule(zip)
 def _zip(*xs, strict=False):
-    if not any(sized(x) for x in xs):  # only iterators, which carry no gradient here: as
-        return zip(*xs, strict=strict), nograd(len(xs))  # lazy as Python's (they may be endless)
-    y = list(zip(*xs, strict=strict))  # (stops at the shortest, as Python's)
-    _taken(y, xs, lambda i: all(_same(x[i], v) for x, v in zip(xs, y[i])
-                                if isinstance(x, (list, np.ndarray))))
+    if not any(sized(x) or type(x) is IndexIter for x in xs):  # only iterators, which carry no
+        return zip(*xs, strict=strict), nograd(len(xs))  # gradient here: as lazy as Python's (endless?)
+    parts = [remaining(x) for x in xs]
+    y = list(zip(*[seq[at:] if at else seq for seq, at in parts], strict=strict))  # (to the shortest)
+    _taken(y, [seq for seq, _ in parts], lambda i: all(_same(seq[at + i], v) for (seq, at), v in zip(parts, y[i])
+                                                       if isinstance(seq, (list, np.ndarray))))
 
     def back(d):
         cols = list(zip(*[(None,) * len(xs) if g is None else g for g in d])) or [()] * len(xs)
-        return (None,) + tuple(items_like(x, c + (None,) * (len(x) - len(c))) if sized(x) else None
-                               for x, c in zip(xs, cols))
-    return y, back
+        return (None,) + tuple(_placed(seq, at, c) if sized(seq) else None for (seq, at), c in zip(parts, cols))
+    return IndexIter(y, _fed(xs)), back  # (one-shot, as Python's: a second pass finds it exhausted)
+
+
+def remaining(x):
+    """``(sequence, position)``: what is left of a zip's or enumerate's argument ``x``, the
+    sequence under an `IndexIter` from where it is, else ``x`` itself from 0."""
+    return (x.xs, x.i) if type(x) is IndexIter else (x, 0)
+
+
+@rule(remaining)
+def _remaining(x):
+    # (for a level lifting zip's rule: an iterator's gradient is its sequence's)
+    return remaining(x), lambda d: (None, None if d is None else d[0])
+
+
+def _placed(seq, at, ds):
+    """The gradient of ``seq`` whose items from ``at`` on had the gradients ``ds`` (None for
+    a dict or a string, whose items, keys and characters, carry none)."""
+    if isinstance(seq, (dict, str)):
+        return None
+    return items_like(seq, (None,) * at + tuple(ds) + (None,) * (len(seq) - at - len(ds)))
+
+
+def _fed(xs):
+    """The `Feeds` of a zip's or enumerate's arguments ``xs`` when some are iterators."""
+    return Feeds(xs) if any(type(x) is IndexIter for x in xs) else None
 
 
 def sized(x) -> bool:
@@ -360,14 +436,16 @@ def sized(x) -> bool:
 
 @rule(enumerate)
 def _enumerate(xs, start=0):
-    y = list(enumerate(xs, start))
-    _taken(y, (xs,), lambda i: _same(xs[i], y[i][1]))
-    return y, lambda d: (None, items_like(xs, [None if g is None else g[1] for g in d]), None)
+    seq, at = remaining(xs)
+    y = list(enumerate(seq[at:] if at else seq, start))
+    _taken(y, (seq,), lambda i: type(seq) is dict or _same(seq[at + i], y[i][1]))  # (a dict's: its keys)
+    return IndexIter(y, _fed((xs,))), lambda d: (
+        None, _placed(seq, at, [None if g is None else g[1] for g in d]) if sized(seq) else None, None)
 
 
 @rule(reversed)
 def _reversed(xs):
-    return list(reversed(xs)), lambda d: (None, items_like(xs, list(d)[::-1]))
+    return IndexIter(list(reversed(xs))), lambda d: (None, items_like(xs, list(d)[::-1]))
 
 
 @rule(dict.items)

@@ -57,7 +57,7 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
-from .containers import IndexIter, by_next, own_next, python_iterable
+from .containers import IndexIter, by_next, own_next, python_iterable, sized
 from .math import mirror
 
 
@@ -459,8 +459,24 @@ def _passing_back(base, *args, **kw):
 
 
 _wrap(iter, _iter_of_iter, iterates=lambda args: False)  # (iter's own rule runs a class's __iter__)
-_wrap(zip, _lazily(_zip_lazily))
-_wrap(enumerate, _lazily(_enumerate_lazily))
+def _rows_lazily(py, iterables):
+    """A handler of `_wrap` for ``zip``/``enumerate`` with an iterator among the arguments
+    (``args[iterables]``): their own rule when those are iterators of sequences
+    (`IndexIter`), each given once, besides sequences, whose rows it takes at the call
+    and whose iterators it advances as they are taken (`containers.Feeds`); else the
+    call of the generator function ``py``, a row when it is taken."""
+    def handle(base, *args, **kw):
+        xss = args[iterables]
+        its = [a for a in xss if type(a) is IndexIter]
+        if len(its) == len({id(a) for a in its}) and all(type(a.xs) in _SEQUENCES for a in its) and \
+                all(type(a) is IndexIter or sized(a) for a in xss):
+            return base(*args, **kw)
+        return forward(py, *args, **kw)
+    return handle
+
+
+_wrap(zip, _rows_lazily(_zip_lazily, slice(None)))
+_wrap(enumerate, _rows_lazily(_enumerate_lazily, slice(1)))
 _wrap(sorted, _passing_back, (Generator,))
 
 

@@ -36,10 +36,10 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import make_function_frule_in_reverse
 from ..runtime.rules import rule
 from ..runtime.tangents import ForwardModeError, current, now
-from ._tangent import consume, consume_rows, items, listed, none_if_zero, python_iterated, seq
+from ._tangent import consume, item_tangents, items, listed, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
-from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, delegated, is_data_descriptor, \
-    own_next, python_iterable, sized
+from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, _fed, delegated, \
+    is_data_descriptor, own_next, python_iterable, remaining, sized
 from .copies import PYTHON_COPIES, default_state, copied_by_python, reduce_ex_as_python
 from .mutation import array_writer
 
@@ -195,8 +195,8 @@ def _generator_send(ts, g, value):
 
 
 @frule(IndexIter)
-def _index_iter(ts, xs):  # (as ``iter``'s, for a level lifting `_iter`)
-    return IndexIter(xs), ts[0]
+def _index_iter(ts, xs, *feeds):  # (as ``iter``'s, for a level lifting `_iter`)
+    return IndexIter(xs, *feeds), ts[0]
 
 
 @frule(ops.iterate)
@@ -247,12 +247,28 @@ def _next(ts, it, *default):
 def _zip(ts, *xss, strict=False):
     if all([d is None for d in ts]) and not any([sized(xs) for xs in xss]):
         return zip(*xss, strict=strict), None  # lazy as Python's: they may be endless
-    if not all([sized(xs) for xs in xss]):  # (an iterator: each row taken when it is asked for)
+    if not all([sized(xs) for xs in xss]) and not fed(xss):  # (an iterator: a row when it is asked for)
         return jvp_call(_zipped, None, ts, *xss, strict=strict)
-    y, ds = consume_rows(xss, ts, strict)
-    if all([d is None for d in ds]):
-        return y, None
-    return y, [tuple(row) for row in zip(*[d or [None] * len(y) for d in ds])]
+    parts = [remaining(xs) for xs in xss]
+    y = list(zip(*[seq[at:] if at else seq for seq, at in parts], strict=strict))  # (to the shortest)
+    ds = [item_tangents(seq, d, at, len(y)) for (seq, at), d in zip(parts, ts)]
+    if all([d is None for d in ds]):  # (one-shot, as Python's: a second pass finds it exhausted)
+        return IndexIter(y, _fed(xss)), None
+    return IndexIter(y, _fed(xss)), [tuple(row) for row in zip(*[d or [None] * len(y) for d in ds])]
+
+
+@frule(remaining)
+def _remaining(ts, x):  # (an iterator's tangent is its sequence's)
+    return remaining(x), None if ts[0] is None else (ts[0], None)
+
+
+def fed(xss) -> bool:
+    """Whether the iterators among ``xss`` are iterators of sequences (`IndexIter`), each
+    given once, besides sequences: their rows are read from the sequences at the call."""
+    its = [xs for xs in xss if type(xs) is IndexIter]
+    return len(its) == len({id(it) for it in its}) and \
+        all([type(it.xs) in (list, tuple, np.ndarray) for it in its]) and \
+        all([type(xs) is IndexIter or sized(xs) for xs in xss])
 
 
 def _zipped(*xss, strict=False):
@@ -285,10 +301,14 @@ _END = object()
 
 @frule(enumerate)
 def _enumerate(ts, xs, start=0):
-    if not sized(xs):  # (an iterator: each item taken when it is asked for)
+    if type(xs) is IndexIter and fed((xs,)):
+        seq, at = remaining(xs)
+        v, d = seq[at:], item_tangents(seq, ts[0], at, len(seq) - at)
+    elif not sized(xs):  # (an iterator: each item taken when it is asked for)
         return jvp_call(_enumerated, None, (ts[0], None), xs, start)
-    v, d = consume(xs, ts[0])
-    return list(enumerate(v, start)), None if d is None else [(None, di) for di in d]
+    else:
+        v, d = consume(xs, ts[0])
+    return IndexIter(list(enumerate(v, start)), _fed((xs,))), None if d is None else [(None, di) for di in d]
 
 
 def _enumerated(xs, start=0):
@@ -300,7 +320,7 @@ def _enumerated(xs, start=0):
 
 @frule(reversed)
 def _reversed(ts, xs):
-    return list(reversed(xs)), None if ts[0] is None else seq(ts[0], xs)[::-1]
+    return IndexIter(list(reversed(xs))), None if ts[0] is None else seq(ts[0], xs)[::-1]
 
 
 @frule(dict.items)

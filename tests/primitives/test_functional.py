@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import bytegrad
 from bytegrad.runtime.generators import Generator
 from bytegrad.primitives.functional import Partial
-from checks import arr, check_grad, check_stateful, fd_gradient
+from checks import arr, check_grad, check_jvp, check_stateful, fd_gradient, fd_hessian
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -557,6 +557,170 @@ def test_zip_strict():
             bytegrad.grad(f)(XS)
     with pytest.raises(ValueError, match="zip\\(\\) argument 2 is longer than argument 1"):
         bytegrad.jvp(lambda x: sum([a for a, c in zip(x[1:], x, strict=True)]), (XS,), (XS,))
+
+
+# ---- zip, enumerate and reversed are one-shot iterators, as Python's ----------------
+
+def _zip_read_twice(x):
+    z = zip(list(x), list(x[::-1]))
+    a, b = list(z), list(z)  # (the second finds it exhausted)
+    return sum([p * q for p, q in a]) + 10.0 * len(b)
+
+
+def _enumerate_read_twice(x):
+    e = enumerate(list(x))
+    a = [v * i for i, v in e]
+    return sum(a) + 10.0 * len([v for _, v in e])
+
+
+def _reversed_read_twice(x):
+    r = reversed(list(x))
+    return sum([v * v for v in r]) + 10.0 * len(list(r))
+
+
+def _enumerate_after_next(x):
+    e = enumerate(list(x))
+    _, first = next(e)
+    s = first * 3.0
+    for i, v in e:
+        s += i * v * v
+    return s
+
+
+def _zip_after_next(x):
+    z = zip(list(x), list(x[::-1]))
+    a, b = next(z)
+    return a * b + 2.0 * sum([p * q * q for p, q in z])
+
+
+_ONE_SHOT = {
+    "zip-twice": _zip_read_twice,
+    "enumerate-twice": _enumerate_read_twice,
+    "reversed-twice": _reversed_read_twice,
+    "next-enumerate": lambda x: next(enumerate(list(x)))[1] * 2.0,
+    "next-reversed": lambda x: next(reversed(list(x))) * 3.0,
+    "next-zip": lambda x: (lambda p: p[0] * p[1])(next(zip(list(x), list(x[::-1])))),
+    "enumerate-after-next": _enumerate_after_next,
+    "zip-after-next": _zip_after_next,
+}
+
+_ONE_SHOT_COMPOSED = {
+    "zip-of-zip": lambda x: sum([a * b * c for (a, b), c in zip(zip(list(x), x[::-1]), list(x))]),
+    "enumerate-of-zip": lambda x: sum([i * a * b for i, (a, b) in enumerate(zip(list(x), tuple(x[::-1])))]),
+    "zip-of-reversed": lambda x: sum([a * a * b for a, b in zip(list(x), reversed(list(x)))]),
+    "dict-of-zip": lambda x: (lambda d: d["a"] * d["c"] + d["b"])(dict(zip("abc", list(x)))),
+    "list-of-reversed": lambda x: (lambda r: r[0] * 2.0 - r[-1] * r[1])(list(reversed(list(x)))),
+    "sorted-of-zip": lambda x: (lambda s: s[0][1] * 3.0 + s[-1][0])(sorted(zip(list(x), list(x[::-1])))),
+    "max-of-enumerate": lambda x: (lambda p: p[1] * p[1] * (p[0] + 1))(max(enumerate(list(x)), key=lambda p: p[1])),
+    "sum-of-zip": lambda x: sum(a * b for a, b in zip(list(x), x[::-1])),
+    "unpack-zip": lambda x: (lambda r: r[0][0] * r[1][1])(tuple(zip(list(x), list(x[::-1])))),
+}
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", list(_ONE_SHOT.values()), ids=list(_ONE_SHOT))
+def test_zip_enumerate_reversed_are_one_shot_iterators(f):
+    """zip, enumerate and reversed returned lists: read twice, the second pass found the
+    items again (a wrong value), and ``next`` of one raised TypeError ('list' object is
+    not an iterator).  Values as Python's; gradients (reverse and forward mode) against
+    finite differences."""
+    check_grad(f, XS)
+    assert np.allclose(bytegrad.grad(f)(XS), fd_gradient(f, [XS], 0))
+    check_jvp(f, XS)
+
+
+@pytest.mark.parametrize("f", list(_ONE_SHOT_COMPOSED.values()), ids=list(_ONE_SHOT_COMPOSED))
+def test_consumers_of_zip_enumerate_reversed(f):
+    """What takes the iterators zip, enumerate and reversed return: zip and enumerate
+    again, dict, list, tuple, sorted, max, sum."""
+    check_grad(f, XS)
+    check_jvp(f, XS)
+
+
+def _advancing_an_argument(short):
+    """zip(it, short) takes one more item of ``it`` at the end (Python's zip asks its
+    arguments in turn until one is exhausted); zip(short, it) does not."""
+    def f(x):
+        it = iter(list(x))
+        z = zip(it, short) if short[0] > 0 else zip(short, it)
+        return sum([p * q for p, q in z]) + 3.0 * next(it)
+    return f
+
+
+def _zip_of_a_started_zip(x):
+    z = zip(list(x), list(x[::-1]))
+    a, b = next(z)
+    s = sum([p * q * r for (p, q), r in zip(z, [2.0])])
+    return a * b + s + 10.0 * len(list(z))  # (one row: the outer zip took one it did not give)
+
+
+def _enumerate_of_a_started_reversed(x):
+    r = reversed(list(x))
+    first = next(r)
+    return first * 5.0 + sum([i * v for i, v in enumerate(r, 1)])
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("f", [_zip_of_a_started_zip, _enumerate_of_a_started_reversed],
+                         ids=["zip-of-a-started-zip", "enumerate-of-a-started-reversed"])
+def test_zip_and_enumerate_of_started_iterators(f):
+    """A zip or reversed read partly, then given to zip or enumerate: the rest of its
+    items, and where it is left, as Python's."""
+    check_grad(f, XS)
+    check_jvp(f, XS)
+
+
+@pytest.mark.parametrize("f", [_advancing_an_argument([1.0, 2.0]), _advancing_an_argument([-1.0, 2.0])],
+                         ids=["zip-takes-one-more", "zip-takes-no-more"])
+def test_iterators_given_to_zip_and_enumerate_advance_as_pythons(f):
+    """zip and enumerate of such an iterator take its items a row at a time: it is where
+    Python's would leave it, for whatever reads it next."""
+    check_grad(f, XS)
+    check_jvp(f, XS)
+
+
+def test_hessian_through_zip_enumerate_and_reversed():
+    """Nested differentiation follows the iterators zip, enumerate and reversed return
+    (where a lazy generator would be refused)."""
+    def f(x):
+        pairs = enumerate(zip(list(x), reversed(list(x))))
+        return sum([(i + 1) * a * a * b for i, (a, b) in pairs])
+    x = XS[:3]
+    want = fd_hessian(f, x)
+    assert np.allclose(bytegrad.hessian(f)(x), want, atol=1e-5)
+    assert np.allclose(bytegrad.jacfwd(bytegrad.grad(f))(x), want, atol=1e-5)
+    assert np.allclose(bytegrad.jacrev(bytegrad.grad(f))(x), want, atol=1e-5)
+
+
+def _over_a_dict(x):
+    d = {"a": x[0], "b": x[1] * x[2]}
+    s = 0.0
+    for i, k in enumerate(d):
+        s += (i + 1) * d[k]
+    for k, v in zip(d, d.values()):
+        s += v * v
+    return s
+
+
+@pytest.mark.regression
+def test_enumerate_and_zip_of_a_dict():
+    """zip(d, ...) of a dict raised AttributeError (its keys got a tuple of gradients);
+    the loop over enumerate(d) checks its keys without looking them up by position."""
+    check_grad(_over_a_dict, XS)
+    check_jvp(_over_a_dict, XS)
+
+
+def test_an_iterator_moved_while_a_zip_reads_it_is_refused():
+    """zip takes its rows at the call: an argument advanced by other code before the zip
+    is read through would leave them stale (Python's zip would read on from where it is)."""
+    def f(x):
+        it = iter(list(x))
+        z = zip(it, list(x))
+        next(z)
+        next(it)
+        return sum([p * q for p, q in z])
+    with pytest.raises(NotImplementedError, match="advanced by other code while the zip"):
+        bytegrad.gradient(f, XS)
 
 
 class _Summing:
