@@ -390,8 +390,8 @@ def _same(u, v):
 
 @rule(zip)
 def _zip(*xs, strict=False):
-    if not any(sized(x) or type(x) is IndexIter for x in xs):  # only iterators, which carry no
-        return zip(*xs, strict=strict), nograd(len(xs))  # gradient here: as lazy as Python's (endless?)
+    if not any(sized(x) or type(x) is IndexIter for x in xs):  # only iterators, which carry no gradient
+        return zip(*xs, strict=strict), nograd(len(xs))  # here: as lazy as Python's (they may be endless)
     parts = [remaining(x) for x in xs]
     y = list(zip(*[seq[at:] if at else seq for seq, at in parts], strict=strict))  # (to the shortest)
     _taken(y, [seq for seq, _ in parts], lambda i: all(_same(seq[at + i], v) for (seq, at), v in zip(parts, y[i])
@@ -425,7 +425,17 @@ def _placed(seq, at, ds):
 
 def _fed(xs):
     """The `Feeds` of a zip's or enumerate's arguments ``xs`` when some are iterators."""
-    return Feeds(xs) if any(type(x) is IndexIter for x in xs) else None
+    return Feeds(xs) if any([type(x) is IndexIter for x in xs]) else None  # (lists: lifted, in nesting)
+
+
+def fed(xss) -> bool:
+    """Whether a zip or enumerate of ``xss`` takes its rows at the call (`Feeds`): each is a
+    sequence or an iterator of a list, tuple or array (`IndexIter`), given once; else it
+    takes them lazily, a row when it is taken."""
+    its = [xs for xs in xss if type(xs) is IndexIter]
+    return len(its) == len({id(it) for it in its}) and \
+        all([type(it.xs) in (list, tuple, np.ndarray) for it in its]) and \
+        all([type(xs) is IndexIter or sized(xs) for xs in xss])
 
 
 def sized(x) -> bool:

@@ -6,8 +6,10 @@ expressions) return.
 as the generator functions `_map` and `_filter` (`as_python`), so each call of ``f``
 happens when its item is taken (runtime/generators.py), and ``f``'s gradient (a
 closure's captured values) and the items' come back through the generator's reverse
-pass.  ``zip`` and ``enumerate`` of an iterator (a generator's, an `IndexIter`) are
-lazy the same way; of sequences they take their items at the call, which is the same.
+pass.  ``zip`` and ``enumerate`` of an iterator (a generator's) are lazy the same way; of
+sequences, and of their iterators (`IndexIter`), they take their rows at the call and
+return an `IndexIter` over them, which advances those iterators a row at a time
+(`containers.Feeds`): the same, and followed by nested differentiation too.
 ``isinstance(m, map)`` is False.
 
 ``sorted(xs, key=..., reverse=...)`` permutes the gradient back (stable, as Python
@@ -57,7 +59,7 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.generators import Generator
 from ..runtime.mutation import Effect, runs_without_gradient as _runs_without_gradient, wrapping
 from ..runtime.rules import RULES, called_as, rule
-from .containers import IndexIter, by_next, own_next, python_iterable, sized
+from .containers import IndexIter, by_next, fed, own_next, python_iterable
 from .math import mirror
 
 
@@ -458,23 +460,16 @@ def _passing_back(base, *args, **kw):
     return y, _handing_back(args, back, back)
 
 
-_wrap(iter, _iter_of_iter, iterates=lambda args: False)  # (iter's own rule runs a class's __iter__)
 def _rows_lazily(py, iterables):
     """A handler of `_wrap` for ``zip``/``enumerate`` with an iterator among the arguments
-    (``args[iterables]``): their own rule when those are iterators of sequences
-    (`IndexIter`), each given once, besides sequences, whose rows it takes at the call
-    and whose iterators it advances as they are taken (`containers.Feeds`); else the
-    call of the generator function ``py``, a row when it is taken."""
+    (``args[iterables]``): their own rule where it takes the rows at the call
+    (`containers.fed`), else the call of the generator function ``py``."""
     def handle(base, *args, **kw):
-        xss = args[iterables]
-        its = [a for a in xss if type(a) is IndexIter]
-        if len(its) == len({id(a) for a in its}) and all(type(a.xs) in _SEQUENCES for a in its) and \
-                all(type(a) is IndexIter or sized(a) for a in xss):
-            return base(*args, **kw)
-        return forward(py, *args, **kw)
+        return base(*args, **kw) if fed(args[iterables]) else forward(py, *args, **kw)
     return handle
 
 
+_wrap(iter, _iter_of_iter, iterates=lambda args: False)  # (iter's own rule runs a class's __iter__)
 _wrap(zip, _rows_lazily(_zip_lazily, slice(None)))
 _wrap(enumerate, _rows_lazily(_enumerate_lazily, slice(1)))
 _wrap(sorted, _passing_back, (Generator,))

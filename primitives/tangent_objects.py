@@ -39,7 +39,7 @@ from ..runtime.tangents import ForwardModeError, current, now
 from ._tangent import consume, item_tangents, items, listed, none_if_zero, python_iterated, seq
 from ._util import descriptor_method
 from .containers import _BOUND, _VALUES, IndexIter, _class_attribute, called_until, _descriptor_of, _fed, delegated, \
-    is_data_descriptor, own_next, python_iterable, remaining, sized
+    fed, is_data_descriptor, own_next, python_iterable, remaining, sized
 from .copies import PYTHON_COPIES, default_state, copied_by_python, reduce_ex_as_python
 from .mutation import array_writer
 
@@ -260,15 +260,6 @@ def _zip(ts, *xss, strict=False):
 @frule(remaining)
 def _remaining(ts, x):  # (an iterator's tangent is its sequence's)
     return remaining(x), None if ts[0] is None else (ts[0], None)
-
-
-def fed(xss) -> bool:
-    """Whether the iterators among ``xss`` are iterators of sequences (`IndexIter`), each
-    given once, besides sequences: their rows are read from the sequences at the call."""
-    its = [xs for xs in xss if type(xs) is IndexIter]
-    return len(its) == len({id(it) for it in its}) and \
-        all([type(it.xs) in (list, tuple, np.ndarray) for it in its]) and \
-        all([type(xs) is IndexIter or sized(xs) for xs in xss])
 
 
 def _zipped(*xss, strict=False):
