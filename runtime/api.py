@@ -166,19 +166,19 @@ def _callable(f):
 
 def _pullback(f, args, wrt, kw):
     """`pullback`, run inside a computation; its ``reverse`` too."""
-    _callable(f)
+    if not callable(f):
+        _callable(f)
     n = len(args)
-    asked = None
+    asked, first = None, False
     kinds, memory = _scan(args)
     if np.matrix in kinds:
         raise TypeError(f"{full_name(f)} was given an np.matrix, whose * is a matrix product: the "
                         f"rules, written for arrays, would give a wrong gradient; pass np.asarray(m)")
     if wrt is not None:
-        wrt, entry = _entry(wrt, n)
+        wrt, entry, first = _entry(wrt, n)
         if len(wrt) < n and _aliased(memory, wrt):  # (all computed, those asked handed back)
-            asked, wrt = wrt, None
-    like, rest = _layout(args, wrt)
-    first = wrt is not None and _first(wrt)
+            asked, wrt, first = wrt, None, False
+    like, rest = _layout(args, wrt, first)
     if not _FLAT.issuperset(kinds):  # (containers: `_distinct` walks them)
         memory = None
     with shadow.fresh() as sh:
@@ -220,9 +220,10 @@ _ENTRIES: dict = {}
 
 
 def _entry(wrt, n):
-    """``(wrt, entry)`` for a call with ``n`` positional arguments: ``wrt`` with negative
-    indices counted from the end, and the active entry arguments of the transformed
-    function (0 is the function itself)."""
+    """``(wrt, entry, first)`` for a call with ``n`` positional arguments: ``wrt`` with
+    negative indices counted from the end, sorted, distinct; the active entry arguments
+    of the transformed function (0 is the function itself); and whether ``wrt`` names the
+    first ``len(wrt)`` arguments (JAX's ``argnums=(0, 1, …)``, laid out by slicing)."""
     key = (wrt if type(wrt) is tuple else tuple(wrt), n)
     e = _ENTRIES.get(key)
     if e is None:
@@ -231,7 +232,7 @@ def _entry(wrt, n):
             raise IndexError(f"argument index {bad[0]} (argnums/wrt) is out of range for a "
                              f"call with {n} positional arguments")
         w = tuple(sorted({operator.index(i) % n for i in key[0]}))
-        e = _ENTRIES[key] = (w, (0,) + tuple(i + 1 for i in w))
+        e = _ENTRIES[key] = (w, (0,) + tuple(i + 1 for i in w), not w or w[-1] == len(w) - 1)
     return e
 
 
@@ -285,18 +286,14 @@ def _plain(code, n) -> bool:
     return n <= code.co_argcount and not code.co_flags & inspect.CO_VARARGS
 
 
-def _first(wrt) -> bool:
-    """Whether ``wrt`` (from `_entry`: sorted, distinct) names the first ``len(wrt)`` arguments."""
-    return not wrt or wrt[-1] == len(wrt) - 1
-
-
-def _layout(args, wrt):
+def _layout(args, wrt, first):
     """``(like, rest)``: what the gradients mirror (the arguments, _ABSENT for those not
-    in ``wrt``, whose gradient stays None) and the arguments not mirrored."""
+    in ``wrt``, whose gradient stays None) and the arguments not mirrored; ``first``: as
+    `_entry` gives it."""
     if wrt is None or len(wrt) == len(args):
         return args, ()
     k = len(wrt)
-    if _first(wrt):  # JAX's argnums=(0, 1, …)
+    if first:
         return args[:k] + (_ABSENT,) * (len(args) - k), args[k:]
     like = [_ABSENT] * len(args)
     for i in wrt:
@@ -506,11 +503,17 @@ def _value_and_gradient(f, args, wrt, kw):
     with _COMPUTING:  # until the tape is gone, so the collector never sees it
         y, reverse = _pullback(f, args, wrt, kw)
         if isinstance(y, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
-            w = None if wrt is None else _entry(wrt, len(args))[0]
-            return y, _distinct((None,) * len(args), (), _layout(args, w)[0])
+            return y, _no_gradients(args, wrt)
         g = reverse(_seed(y, f))
         del reverse
     return y, g
+
+
+def _no_gradients(args, wrt):
+    """The gradients of a piecewise constant function: None for each argument, laid out
+    like the arguments asked for (all, for ``wrt`` None)."""
+    w, first = (None, False) if wrt is None else _entry(wrt, len(args))[::2]
+    return _distinct((None,) * len(args), (), _layout(args, w, first)[0])
 
 
 def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
@@ -520,6 +523,11 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     through without one, and the function returns ``((out, aux), gradient)``.  ``jit=True``
     computes the gradient with the compiled tier (`runtime.compiled`), or raises
     `NotCompilableError`; ``jit="auto"`` takes the compiled tier where it can."""
+    return _differentiated(f, argnums, has_aux, jit, value=True)
+
+
+def _differentiated(f, argnums, has_aux, jit, value):
+    """`value_and_grad` (``value``) or `grad` of ``f``."""
     _callable(f)
     _check_jit(jit, has_aux)
     single, wanted, repeats = _argnums(argnums)
@@ -531,13 +539,16 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         pick = lambda gs: tuple([gs[i] for i in wanted])  # noqa: E731
     run = _with_aux if has_aux else _value_and_gradient
     if jit:
-        return _compiled_vg(f, wanted, jit, single, repeats, run)
+        return _compiled_vg(f, wanted, jit, single, repeats, run, value)
 
     @functools.wraps(f)
-    def vg(*args, **kw):
+    def differentiated(*args, **kw):
         y, gs = run(f, args, wanted, kw)
-        return y, _distinct(pick(gs), ()) if repeats and not single else pick(gs)
-    return vg
+        g = _distinct(pick(gs), ()) if repeats and not single else pick(gs)
+        if value:
+            return y, g
+        return (g, y[1]) if has_aux else g  # (y: the pair (out, aux))
+    return differentiated
 
 
 def _argnums(argnums):
@@ -576,19 +587,7 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     """JAX's convention: a function returning the gradient of ``f`` in ``argnums``; with
     ``has_aux`` (``f`` returns ``(out, aux)``), ``(gradient, aux)``; ``jit`` as in
     `value_and_grad`."""
-    if jit:
-        _check_jit(jit, has_aux)
-        single, wanted, repeats = _argnums(argnums)
-        return _compiled_vg(_callable(f), wanted, jit, single, repeats, _value_and_gradient, value=False)
-    vg = value_and_grad(f, argnums, has_aux, jit)
-    if has_aux:
-        return functools.wraps(f)(lambda *args, **kw: _swap_aux(vg(*args, **kw)))
-    return functools.wraps(f)(lambda *args, **kw: vg(*args, **kw)[1])
-
-
-def _swap_aux(r):
-    (_, aux), g = r
-    return g, aux
+    return _differentiated(f, argnums, has_aux, jit, value=False)
 
 
 def _with_aux(f, args, wrt, kw):
@@ -601,8 +600,7 @@ def _with_aux(f, args, wrt, kw):
                             f"(output, aux), but returned a {type(y).__name__}")
         out = y[0]
         if isinstance(out, (bool, int, np.integer, np.bool_)):  # piecewise constant: no gradient
-            w = _entry(wrt, len(args))[0]
-            return y, _distinct((None,) * len(args), (), _layout(args, w)[0])
+            return y, _no_gradients(args, wrt)
         g = reverse(type(y)((_seed(out, f), None)))
         del reverse
     return y, g

@@ -204,14 +204,16 @@ def _call(f, c, args, kw):
         return generators.start(f, c.forward_code, c.adjoint, params, unbind)
     # a function per call, so that no cache entry keeps a globals dict alive
     y, tape = types.FunctionType(c.forward_code, f.__globals__)(f, *params)
-    return _pulled(y, Pullback(c.adjoint, tape) if unbind is None else Unbinding(c.adjoint, tape, unbind))
+    pb = Pullback(c.adjoint, tape) if unbind is None else Unbinding(c.adjoint, tape, unbind)
+    return _pulled(y, pb) if WATCH.all else (y, pb)
 
 
 def _pulled(y, pb):
-    if WATCH.all:  # something was mutated: the result may hold it
-        sh = current()
-        if sh.holds_mutated(y):
-            return y, mutation.Returned(pb, y, sh)
+    """``(y, pb)``, once something was mutated (``WATCH.all``, which callers test): the
+    result may hold it."""
+    sh = current()
+    if sh.holds_mutated(y):
+        return y, mutation.Returned(pb, y, sh)
     return y, pb
 
 
