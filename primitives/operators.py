@@ -24,7 +24,7 @@ from ._frozen import np
 
 from ..runtime.algebra import Fill, accum, unwrap
 from ..runtime.batching import Batch
-from ..runtime.errors import user_location
+from ..runtime.errors import refuse_objects
 from ..runtime.forward import forward
 from ..runtime.mutation import wrapping
 from ..runtime.rules import Lazy, changes_arguments, nondifferentiable, only_reads, returns_scalars, \
@@ -87,20 +87,10 @@ def _sum_back(a, b, sign, y):
 
 def made(y, a, b, symbol):
     """``y``, the result of ``a symbol b``, unless it is an array of objects made from a
-    value with a gradient (`_refuse_objects`)."""
+    value with a gradient (`refuse_objects`)."""
     if type(y) is np.ndarray and y.dtype.kind == "O" and (active(a) or active(b)):
-        _refuse_objects(symbol)
+        refuse_objects(symbol)
     return y
-
-
-def _refuse_objects(symbol):
-    """Refuse an array of objects (dtype=object) made by ``symbol`` from a value with a
-    gradient: no rule follows a gradient through one, so it was lost (None, silently)."""
-    file, line = user_location()
-    raise NotImplementedError(
-        f"{file}:{line}: {symbol} made an array of objects (dtype=object) from a value with a gradient; "
-        f"bytegrad does not differentiate arrays of objects (the gradient would be lost): "
-        f"convert the array of objects to floats first (o.astype(float))")
 
 
 def _minus(b, d):

@@ -95,6 +95,16 @@ def running_frame():
     return frame
 
 
+def refuse_objects(what):
+    """Refuse an array of objects (dtype=object) that ``what`` made from a value with a
+    gradient: no rule follows a gradient through one, so it would be lost (None, silently)."""
+    file, line = user_location()
+    raise NotImplementedError(
+        f"{file}:{line}: {what} made an array of objects (dtype=object) from a value with a gradient; "
+        f"bytegrad does not differentiate arrays of objects (the gradient would be lost): "
+        f"keep the values in an array of floats (o.astype(float), or no dtype=object)")
+
+
 def user_location():
     """``(file, line)`` of the user's line that is being differentiated."""
     frame = user_frame()

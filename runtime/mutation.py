@@ -18,7 +18,8 @@ import weakref
 
 import numpy as np
 
-from .algebra import accum, unwrap
+from .algebra import accum, is_differentiable, unwrap
+from .errors import full_name, refuse_objects
 from .shadow import current, fields
 from .watch import KEPT, WATCH
 
@@ -134,9 +135,12 @@ class Owned(Always):
 
 
 def watcher(pb, y, operands, kw=None):
-    """``ops.watch``'s slow path: wrap ``pb`` as the mutations seen so far require."""
+    """``ops.watch``'s slow path: wrap ``pb`` as the mutations seen so far require.  An
+    array of objects made from a value with a gradient is refused (`refuse_objects`)."""
     sh = current()
     kw = kw or {}
+    if type(y) is np.ndarray and y.dtype.kind == "O" and _of_gradients(operands, kw):
+        refuse_objects(full_name(operands[0]))
     if sh.mutated:
         hits = [(k, x) for k, x in enumerate(operands) if sh.holds_mutated(x)]
         named = [(k, x) for k, x in kw.items() if sh.holds_mutated(x)]
@@ -150,6 +154,13 @@ def watcher(pb, y, operands, kw=None):
         if x is y:
             return pb
     return Owned(pb, y, sh)
+
+
+def _of_gradients(operands, kw) -> bool:
+    """Whether a call ``(f, a, …)`` with keywords ``kw`` was given a value with a gradient,
+    ``f``'s own object too (``x.astype`` holds ``x``)."""
+    f, *args = operands
+    return any(map(is_differentiable, (getattr(f, "__self__", None), *args, *kw.values())))
 
 
 def changeable(x) -> bool:

@@ -153,3 +153,25 @@ def test_an_array_of_objects_made_from_a_value_with_a_gradient_is_refused(f):
         bytegrad.gradient(f, x, o)
     floats = o.astype(float)
     assert bytegrad.gradient(f, x, floats)[0] == pytest.approx(fd_gradient(f, (x, floats), 0))
+
+
+_O = np.array([1.0, 2.0], dtype=object)
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("make", [lambda x: x.astype(object), lambda x: np.where(x > 0, _O, x),
+                                  lambda x: np.concatenate([_O, x]), lambda x: np.stack([_O, x]),
+                                  lambda x: np.full(2, x[0], dtype=object),
+                                  lambda x: np.array([x[0], x[1]], dtype=object),
+                                  lambda x: np.array([x[0], "label"], dtype=object)[:1].astype(float)],
+                         ids=["astype", "where", "concatenate", "stack", "full", "array", "array-of-mixed"])
+def test_an_array_of_objects_made_by_any_call_from_a_value_with_a_gradient_is_refused(make):
+    """Not only operators: any call making an array of objects from a value with a gradient
+    lost it (None, silently, where the gradient is not zero)."""
+    f = lambda x: float(np.sum(make(x)))  # noqa: E731
+    x = np.array([3.0, -4.0])
+    assert np.any(fd_gradient(f, (x,), 0) != 0)  # (a gradient None would be wrong)
+    with pytest.raises(NotImplementedError, match=r"test_operators\.py:\d+: .*made an array of objects.*astype\(float\)"):
+        bytegrad.gradient(f, x)
+    no_gradient_in_it = lambda x: float(np.sum(np.concatenate([_O, _O]))) + x[0]  # noqa: E731
+    assert bytegrad.gradient(no_gradient_in_it, x)[0].tolist() == [1.0, 0.0]
