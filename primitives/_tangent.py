@@ -6,7 +6,7 @@ fields' tangents for an object.
 """
 from __future__ import annotations
 
-from ._frozen import np
+from ._frozen import math, np
 
 from ..runtime.batching import Batch, broadcast
 from ..runtime.generators import TangentGenerator
@@ -35,6 +35,19 @@ def minus(a, b):
 def times(d, u):
     """``d * u``, None for a zero ``d``."""
     return None if d is None else d * u
+
+
+def regular(u, divisor=False) -> bool:
+    """Whether a tangent times slope ``u`` (divided by ``u``, for a ``divisor``) is finite
+    wherever the tangent is: each of an array's slopes finite (no divisor 0).  Elsewhere a
+    zero tangent must give 0, not NaN (the NaN policy, `zero_cotangent`, on the forward
+    side); taking that path only there keeps the tangent code that a nested gradient
+    differentiates the same at regular points, where hessian batches its columns."""
+    if divisor:
+        return not (np.any(u == 0) if type(u) is np.ndarray else u == 0)
+    if type(u) is np.ndarray:
+        return bool(np.isfinite(u).all())
+    return abs(u) < math.inf
 
 
 def fit(dy, y):

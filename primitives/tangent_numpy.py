@@ -26,9 +26,10 @@ from ..runtime.jvp import jvp_call, jvp_call_kw
 from ..runtime.nesting import lifted_frule, reduction_frule_in_reverse
 from ..runtime.rules import record_of, rule
 from ..runtime.tangents import current
-from ._tangent import dense, fit, plus
+from ._tangent import dense, fit, plus, regular
+from ._util import zero_cotangent
 from .arrays import _CONVERTER, _overridden, array_function
-from .np_elementwise import BINARY, DIV, PICKS, UNARY, _arr, _call
+from .np_elementwise import _SMOOTH, BINARY, DIV, PICKS, UNARY, _arr, _call
 from .np_linalg import _mH
 from .np_reductions import _axes, kshape, norm_gradient, norm_kind
 from .operators import _log
@@ -78,6 +79,8 @@ if _CONVERTER is not None:  # (how that code takes its arguments: a tuple of the
 
 
 def _unary(f, mode, deriv):
+    smooth = f.__name__ in _SMOOTH  # (elsewhere the NaN policy: a zero tangent gives 0 at a pole)
+
     @frule(f)
     def fr(ts, x, *rest, **kw):
         y = _call(f, (x,), rest, kw) if rest or kw else f(x)
@@ -85,7 +88,8 @@ def _unary(f, mode, deriv):
         if d is None:
             return y, None
         u = deriv(_arr(x), y)
-        return y, fit(d / u if mode is DIV else d * u, y)
+        g = d / u if mode is DIV else d * u
+        return y, fit(g if smooth or regular(u, mode is DIV) else zero_cotangent(d, g), y)
     fr.batches = True
     return fr
 
@@ -128,7 +132,7 @@ def _power(f):
         if da is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = np.where(b2 == 0, 0, b2 * f(a2, b2 - 1))
-            out = da * u
+            out = da * u if regular(u) else zero_cotangent(da, da * u)  # (0.0 ** 0.5)
         if db is not None:
             out = plus(out, db * y * _log(np.asarray(a2)))
         return y, fit(out, y)

@@ -30,7 +30,8 @@ from ..runtime.frules import FRULES, derived, frule
 from ..runtime.jvp import jvp_call
 from ..runtime.rules import RULES
 from ..runtime.tangents import current
-from ._tangent import consume, fit, items, minus, none_if_zero, plus, seq, times
+from ._tangent import consume, fit, items, minus, none_if_zero, plus, regular, seq, times
+from ._util import zero_cotangent
 from .math import _UNARY
 from .operators import _log
 
@@ -86,7 +87,12 @@ def _mul(ts, a, b, y):
 
 def _div(ts, a, b, y):
     da, db = ts
-    return None if da is None and db is None else minus(da, times(db, y)) / b
+    if da is None and db is None:
+        return None
+    if regular(b, True):
+        return minus(da, times(db, y)) / b
+    ta = None if da is None else zero_cotangent(da, da / b)  # (each term: 0 for a zero tangent)
+    return minus(ta, None if db is None else zero_cotangent(db, times(db, y) / b))
 
 
 def _mod(ts, a, b, y):
@@ -106,7 +112,7 @@ def _pow(ts, a, b, y):
                     else _scalar_pow_slope(a, b)
             if isinstance(u, np.ndarray):
                 u = np.where(np.broadcast_to(b == 0, u.shape), 0, u)
-            out = da * u
+            out = da * u if regular(u) else zero_cotangent(da, da * u)  # (0.0 ** 0.5)
     if db is not None:
         out = plus(out, db * y * _log(a))
     return out
@@ -251,7 +257,7 @@ def _math_unary(m, f, df):
         if d is None:
             return y, None
         u = df(m, x if type(x) in (float, complex) else (float(x) if m is math else complex(x)), y)
-        return y, d * u
+        return y, d * u if regular(u) else zero_cotangent(d, d * u)
     fr.batches = True
 
 

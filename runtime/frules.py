@@ -170,4 +170,8 @@ def inner(g, t) -> float:
         return sum(inner(g.get(k), v) for k, v in t.items())
     if isinstance(t, (list, tuple)) and not isinstance(g, np.ndarray):
         return sum(inner(a, b) for a, b in zip(g, t))
-    return float(np.real(np.sum(np.asarray(g) * np.asarray(t))))
+    t = np.asarray(t)
+    p = np.asarray(g) * t
+    if np.isnan(p).any():  # (the NaN policy: a zero tangent times an infinite slope is 0)
+        p = np.where(t == 0, 0.0, p)
+    return float(np.real(np.sum(p)))

@@ -97,6 +97,18 @@ def test_zero_cotangent_gives_zero_and_others_ieee(f, edge, interior, df, data):
     np.testing.assert_allclose(g, expected, rtol=1e-12)
 
 
+@pytest.mark.regression
+@AT_EDGES
+@SETTINGS
+@given(data=st.data())
+def test_zero_tangent_gives_zero_in_forward_mode(f, edge, interior, df, data):
+    """The policy's forward side: a zero tangent at a boundary point gave 0 * inf = NaN
+    (``jvp(np.sqrt, (x,), (t,))`` with ``x = [0, 1]``, ``t = [0, 1]``)."""
+    x, t = data.draw(points_and_cotangents(edge, *interior))
+    _, dy = bytegrad.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(dy, np.where(t == 0, 0.0, t * df(x)), rtol=1e-12)
+
+
 @AT_EDGES
 def test_masked_boundary_point_gets_zero(f, edge, interior, df):
     x = np.array([edge, interior[0], interior[1]])
