@@ -129,8 +129,11 @@ def _dy(dy, x, kshape):
 
 
 def _spread_mean(like, size):
-    """The pullback of ``np.mean`` over all of an array ``like`` (holding no array)."""
-    return lambda dy: (None, Fill(_real_for(dy, like) / size, like.shape, like.dtype, _spread))
+    """The pullback of ``np.mean`` over all of an array ``like`` (holding no array); the
+    seed of a gradient, a float, is divided as one (a 0-d array's division costs a
+    microsecond)."""
+    return lambda dy: (None, Fill(dy / size if type(dy) is float else _real_for(dy, like) / size,
+                                  like.shape, like.dtype, _spread))
 
 
 def _spread(d, x):
