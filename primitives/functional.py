@@ -465,7 +465,9 @@ def _rows_lazily(py, iterables):
     (``args[iterables]``): their own rule where it takes the rows at the call
     (`containers.fed`), else the call of the generator function ``py``."""
     def handle(base, *args, **kw):
-        return base(*args, **kw) if fed(args[iterables]) else forward(py, *args, **kw)
+        # (strict=True raises at the end, after moving the iterators: lazily, as Python's)
+        return base(*args, **kw) if fed(args[iterables]) and not kw.get("strict") \
+            else forward(py, *args, **kw)
     return handle
 
 

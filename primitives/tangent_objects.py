@@ -247,7 +247,7 @@ def _next(ts, it, *default):
 def _zip(ts, *xss, strict=False):
     if all([d is None for d in ts]) and not any([sized(xs) for xs in xss]):
         return zip(*xss, strict=strict), None  # lazy as Python's: they may be endless
-    if not all([sized(xs) for xs in xss]) and not fed(xss):  # (an iterator: a row when it is asked for)
+    if not all([sized(xs) for xs in xss]) and (strict or not fed(xss)):  # (an iterator: a row when it is asked for)
         return jvp_call(_zipped, None, ts, *xss, strict=strict)
     parts = [remaining(xs) for xs in xss]
     y = list(zip(*[seq[at:] if at else seq for seq, at in parts], strict=strict))  # (to the shortest)

@@ -780,3 +780,24 @@ def test_repeat_of_a_differentiable_value_in_forward_mode(f):
     _, dy = bytegrad.jvp(f, (XS,), (v,))
     assert np.isclose(dy, np.dot(fd_gradient(f, [XS], 0), v))
     check_grad(f, XS)
+
+
+@pytest.mark.regression
+def test_a_strict_zip_of_an_iterator_that_raises_never_gives_a_wrong_value():
+    """zip(it, short, strict=True) takes items of ``it`` before it raises: the rows taken at
+    the call left ``it`` unmoved, and ``next(it)`` read x[0] (1.5) where Python reads x[3]."""
+    x, y = np.array([0.5, -1.0, 2.0, 3.0, 4.0]), np.array([1.5, 2.0])
+
+    def f(x, y):
+        it = iter(x)
+        try:
+            list(zip(it, y, strict=True))
+        except ValueError:
+            pass
+        return next(it) * 3.0
+    with pytest.raises(NotImplementedError, match="ValueError"):
+        bytegrad.gradient(f, x, y)
+    assert bytegrad.jvp(f, (x, y), (np.ones(5), np.zeros(2))) == (f(x, y), 3.0) == (9.0, 3.0)
+    g = lambda x, y: sum(a * b for a, b in zip(iter(x[:2]), y, strict=True))  # noqa: E731
+    v, (gx, gy) = bytegrad.value_and_gradient(g, x, y)
+    assert v == g(x, y) and gx.tolist() == [1.5, 2.0, 0.0, 0.0, 0.0] and gy.tolist() == [0.5, -1.0]
