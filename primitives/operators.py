@@ -105,33 +105,27 @@ def _minus(b, d):
     return None if g is None else -g
 
 
-@rule(op.add)
-def _add(a, b):
-    if type(a) is not np.ndarray or type(b) is not np.ndarray:  # (two arrays: the usual case)
-        if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.add, a, b)):
-            return m
-        r = _real(a, b)
-        if r is not None:
-            fa, fb = r
-            return a + b, lambda d: (None, d if fa else None, d if fb else None)
-        if type(a) in _SEQUENCES and type(b) is type(a):  # concatenation: each side gets its slice
-            n = len(a)
-            return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
-    y = made(a + b, a, b, "+")
-    return y, _sum_back(a, b, 1, y)
+def _signed(f, sign, symbol, concatenates):
+    """The rule of ``a + b`` (``sign`` 1) or ``a - b`` (-1); ``concatenates``: whether two
+    lists or tuples are joined, each side getting its slice of the gradient."""
+    @rule(f)
+    def r(a, b):
+        if type(a) is not np.ndarray or type(b) is not np.ndarray:  # (two arrays: the usual case)
+            if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(f, a, b)):
+                return m
+            real = _real(a, b)
+            if real is not None:
+                fa, fb = real
+                return f(a, b), lambda d: (None, d if fa else None, (d if sign > 0 else -d) if fb else None)
+            if concatenates and type(a) in _SEQUENCES and type(b) is type(a):
+                n = len(a)
+                return a + b, lambda d: (None, type(a)(d[:n]), type(b)(d[n:]))
+        y = made(f(a, b), a, b, symbol)
+        return y, _sum_back(a, b, sign, y)
+    return r
 
 
-@rule(op.sub)
-def _sub(a, b):
-    if type(a) is not np.ndarray or type(b) is not np.ndarray:  # (two arrays: the usual case)
-        if (type(a) not in _BUILTIN or type(b) not in _BUILTIN) and (m := _by_method(op.sub, a, b)):
-            return m
-        r = _real(a, b)
-        if r is not None:
-            fa, fb = r
-            return a - b, lambda d: (None, d if fa else None, -d if fb else None)
-    y = made(a - b, a, b, "-")
-    return y, _sum_back(a, b, -1, y)
+_add, _sub = _signed(op.add, 1, "+", True), _signed(op.sub, -1, "-", False)
 
 
 @rule(op.mul)
